@@ -1,0 +1,275 @@
+/**
+ * A single-node Apache Kafka broker (KRaft, combined broker + controller) on
+ * 127.0.0.1, built from the broker's own jars resolved with Maven. For local
+ * development (`npm run kafka:start` / `kafka:stop`) and for the test suite
+ * when neither KAFKA_BROKERS nor a Docker engine is available.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { homedir, tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kafka, logLevel } from 'kafkajs';
+
+const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const pomPath = join(projectRoot, 'scripts', 'kafka', 'pom.xml');
+const stateFile = join(projectRoot, '.kafka-local', 'state.json');
+
+function pinnedKafkaVersion(): string {
+  const version = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(readFileSync(pomPath, 'utf8'))?.[1];
+  if (version === undefined) throw new Error(`No <kafka.version> in ${pomPath}`);
+  return version;
+}
+
+export const KAFKA_VERSION = pinnedKafkaVersion();
+
+const startupTimeoutMs = 90_000;
+
+export interface LocalBroker {
+  brokers: string;
+  pid: number;
+  dataDir: string;
+  /** Milliseconds from `java` spawn until the broker answered a metadata request. */
+  startupMs: number;
+  /** Milliseconds spent resolving jars (near zero when cached). */
+  jarsMs: number;
+}
+
+function cacheDir(): string {
+  const base = process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache');
+  return join(base, 'orders-read-model', `kafka-${KAFKA_VERSION}`);
+}
+
+/** Resolves the broker's jars once; later calls reuse the cached copy. */
+export function ensureBrokerJars(): string {
+  const dir = cacheDir();
+  const lib = join(dir, 'lib');
+  const marker = join(dir, '.complete');
+  if (existsSync(marker)) return lib;
+  const mvn = spawnSync(
+    'mvn',
+    [
+      '-B',
+      '-q',
+      '-f',
+      pomPath,
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${lib}`,
+      '-DincludeScope=runtime',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' },
+  );
+  if (mvn.error || mvn.status !== 0) {
+    const detail = mvn.error ? mvn.error.message : `${mvn.stdout}${mvn.stderr}`.slice(-4000);
+    throw new Error(
+      `Could not resolve Apache Kafka ${KAFKA_VERSION} jars with Maven (is \`mvn\` installed and Maven Central reachable?):\n${detail}`,
+    );
+  }
+  writeFileSync(marker, new Date().toISOString());
+  return lib;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') {
+        reject(new Error('no port'));
+        return;
+      }
+      server.close(() => {
+        resolvePort(address.port);
+      });
+    });
+  });
+}
+
+function serverProperties(dataDir: string, brokerPort: number, controllerPort: number): string {
+  return [
+    'process.roles=broker,controller',
+    'node.id=1',
+    `controller.quorum.voters=1@127.0.0.1:${controllerPort}`,
+    `listeners=PLAINTEXT://127.0.0.1:${brokerPort},CONTROLLER://127.0.0.1:${controllerPort}`,
+    `advertised.listeners=PLAINTEXT://127.0.0.1:${brokerPort}`,
+    'controller.listener.names=CONTROLLER',
+    'listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+    'inter.broker.listener.name=PLAINTEXT',
+    `log.dirs=${join(dataDir, 'logs')}`,
+    'num.partitions=3',
+    'auto.create.topics.enable=false',
+    // A single node can only hold one replica of the internal topics.
+    'offsets.topic.replication.factor=1',
+    'offsets.topic.num.partitions=3',
+    'transaction.state.log.replication.factor=1',
+    'transaction.state.log.min.isr=1',
+    'share.coordinator.state.topic.replication.factor=1',
+    'share.coordinator.state.topic.min.isr=1',
+    'group.initial.rebalance.delay.ms=0',
+    'group.consumer.min.session.timeout.ms=1000',
+    'group.min.session.timeout.ms=1000',
+    '',
+  ].join('\n');
+}
+
+const log4jProperties = [
+  'rootLogger.level=WARN',
+  'rootLogger.appenderRef.stdout.ref=STDOUT',
+  'appender.stdout.type=Console',
+  'appender.stdout.name=STDOUT',
+  'appender.stdout.layout.type=PatternLayout',
+  'appender.stdout.layout.pattern=[%d] %p %m (%c)%n',
+  'logger.kafka.name=kafka',
+  'logger.kafka.level=INFO',
+  '',
+].join('\n');
+
+function clusterId(): string {
+  return randomBytes(16).toString('base64url');
+}
+
+async function waitUntilReady(brokers: string, child: ChildProcess, logFile: string): Promise<void> {
+  const deadline = Date.now() + startupTimeoutMs;
+  const kafka = new Kafka({
+    clientId: 'local-kafka-probe',
+    brokers: [brokers],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  });
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(
+        `Kafka broker exited with code ${child.exitCode} during start-up. Its log:\n${readTail(logFile)}`,
+      );
+    }
+    const admin = kafka.admin();
+    try {
+      await admin.connect();
+      const cluster = await admin.describeCluster();
+      if (cluster.brokers.length > 0 && cluster.controller !== null) return;
+    } catch {
+      // not accepting metadata requests yet
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+    if (Date.now() > deadline) {
+      throw new Error(
+        `Kafka broker did not answer metadata requests within ${startupTimeoutMs} ms. Its log:\n${readTail(logFile)}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function readTail(file: string): string {
+  return existsSync(file) ? readFileSync(file, 'utf8').slice(-4000) : '(no log)';
+}
+
+/**
+ * Formats a fresh log dir and starts the broker on free loopback ports.
+ * `detached` brokers outlive this process (for `npm run kafka:start`).
+ */
+export async function startLocalBroker(options: { detached?: boolean } = {}): Promise<LocalBroker> {
+  const jarsStart = Date.now();
+  const lib = ensureBrokerJars();
+  const jarsMs = Date.now() - jarsStart;
+  const dataDir = mkdtempSync(join(tmpdir(), 'orders-kafka-'));
+  const [brokerPort, controllerPort] = [await freePort(), await freePort()];
+  const propertiesFile = join(dataDir, 'server.properties');
+  const log4jFile = join(dataDir, 'log4j2.properties');
+  const logFile = join(dataDir, 'broker.log');
+  writeFileSync(propertiesFile, serverProperties(dataDir, brokerPort, controllerPort));
+  writeFileSync(log4jFile, log4jProperties);
+  const classpath = join(lib, '*');
+  const jvm = ['-Xms256m', '-Xmx1g', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
+
+  const format = spawnSync(
+    'java',
+    [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', propertiesFile],
+    { encoding: 'utf8' },
+  );
+  if (format.error || format.status !== 0) {
+    throw new Error(
+      `Formatting the Kafka log dir failed (is Java 17+ installed?): ${format.error?.message ?? ''}${format.stdout}${format.stderr}`,
+    );
+  }
+
+  const out = openSync(logFile, 'a');
+  const started = Date.now();
+  const child = spawn('java', [...jvm, 'kafka.Kafka', propertiesFile], {
+    stdio: ['ignore', out, out],
+    detached: options.detached === true,
+  });
+  if (child.pid === undefined) throw new Error('Could not start java for the Kafka broker');
+  const brokers = `127.0.0.1:${brokerPort}`;
+  try {
+    await waitUntilReady(brokers, child, logFile);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  if (options.detached === true) child.unref();
+  return { brokers, pid: child.pid, dataDir, startupMs: Date.now() - started, jarsMs };
+}
+
+/** Stops the broker and removes its data. */
+export async function stopLocalBroker(broker: Pick<LocalBroker, 'pid' | 'dataDir'>): Promise<void> {
+  const alive = (): boolean => {
+    try {
+      process.kill(broker.pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (alive()) {
+    process.kill(broker.pid, 'SIGTERM');
+    const deadline = Date.now() + 15_000;
+    while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (alive()) process.kill(broker.pid, 'SIGKILL');
+  }
+  rmSync(broker.dataDir, { recursive: true, force: true });
+}
+
+async function cli(command: string | undefined): Promise<void> {
+  switch (command) {
+    case 'start': {
+      if (existsSync(stateFile)) {
+        const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalBroker;
+        console.log(`A local broker is already recorded (pid ${state.pid}). KAFKA_BROKERS=${state.brokers}`);
+        return;
+      }
+      const broker = await startLocalBroker({ detached: true });
+      mkdirSync(dirname(stateFile), { recursive: true });
+      writeFileSync(stateFile, JSON.stringify(broker, null, 2));
+      console.log(`Apache Kafka ${KAFKA_VERSION} started in ${broker.startupMs} ms (pid ${broker.pid}).`);
+      console.log(`export KAFKA_BROKERS=${broker.brokers}`);
+      return;
+    }
+    case 'stop': {
+      if (!existsSync(stateFile)) {
+        console.log('No local broker is recorded.');
+        return;
+      }
+      const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalBroker;
+      await stopLocalBroker(state);
+      rmSync(stateFile);
+      console.log(`Stopped the local broker (pid ${state.pid}) and removed its data.`);
+      return;
+    }
+    default:
+      console.error('usage: tsx scripts/local-kafka.ts start|stop');
+      process.exitCode = 2;
+  }
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  cli(process.argv[2]).catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exitCode = 1;
+  });
+}
