@@ -1,0 +1,302 @@
+/**
+ * The projection: pure functions from (event, current rows) to the rows to
+ * write. No I/O, no clock. Convergence (EVENTS.md) comes from comparing fact
+ * versions per field group, so any interleaving and any redelivery of the same
+ * facts yields the same rows.
+ */
+import type {
+  ApiKeyIssued,
+  ApiKeyRevoked,
+  ArticlePublished,
+  ArticleRemoved,
+  DomainEvent,
+  OrderCreated,
+  OrderDeleted,
+  OrderStatusChanged,
+  OrderUpdated,
+} from '../../schemas/events.js';
+import type { ApiKeyRow, ArticleRow, OrderRow } from './rows.js';
+import { listedStatusOf, type ListedStatus } from './status.js';
+import { supersedes, type FactVersion } from './version.js';
+
+export interface CurrentRows {
+  order(orderId: number): OrderRow | undefined;
+  article(articleId: number): ArticleRow | undefined;
+  apiKey(keyId: string): ApiKeyRow | undefined;
+}
+
+export type ReadModelChange =
+  | { table: 'orders'; before: OrderRow | undefined; row: OrderRow }
+  | { table: 'articles'; row: ArticleRow }
+  | { table: 'api_keys'; row: ApiKeyRow };
+
+/** Where an order is counted: null when the API does not list it. */
+export interface OrderListing {
+  orgId: number;
+  status: ListedStatus;
+}
+
+export function toEpochMs(rfc3339: string): number {
+  return Date.parse(rfc3339);
+}
+
+function versionOf(event: DomainEvent, rank: 0 | 1 = 0): FactVersion {
+  return { at: toEpochMs(event.occurred_at), rank, id: event.event_id };
+}
+
+function storedVersion(at: number | null, id: string | null, rank: 0 | 1 = 0): FactVersion | null {
+  return at === null || id === null ? null : { at, rank, id };
+}
+
+export function emptyOrder(orderId: number): OrderRow {
+  return {
+    order_id: orderId,
+    org_id: null,
+    member_id: null,
+    created_at_ms: null,
+    created_v_at: null,
+    created_v_id: null,
+    title: null,
+    title_v_at: null,
+    title_v_id: null,
+    distribution_ms: null,
+    distribution_v_at: null,
+    distribution_v_id: null,
+    status: null,
+    status_v_at: null,
+    status_v_id: null,
+    deleted_v_at: null,
+    deleted_v_id: null,
+    listed_status: null,
+  };
+}
+
+/**
+ * An order is listed while it exists (order.created seen), is not deleted by a
+ * deletion at or after its creation, and its status maps to an external one.
+ */
+function withListedStatus(row: OrderRow): OrderRow {
+  const exists =
+    row.created_v_at !== null && (row.deleted_v_at === null || row.deleted_v_at < row.created_v_at);
+  const listed = exists && row.status !== null ? listedStatusOf(row.status) : null;
+  return { ...row, listed_status: listed };
+}
+
+export function listingOf(row: OrderRow | undefined): OrderListing | null {
+  if (row?.listed_status == null || row.org_id === null) return null;
+  return { orgId: row.org_id, status: row.listed_status };
+}
+
+function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelChange {
+  return { table: 'orders', before, row: withListedStatus(next) };
+}
+
+export function applyOrderCreated(
+  event: OrderCreated,
+  current: OrderRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event);
+  const base = current ?? emptyOrder(event.data.order_id);
+  let next = base;
+  let changed = false;
+  if (supersedes(v, storedVersion(base.created_v_at, base.created_v_id))) {
+    next = {
+      ...next,
+      org_id: event.data.organization_id,
+      member_id: event.data.member_id,
+      created_at_ms: toEpochMs(event.data.created_at),
+      created_v_at: v.at,
+      created_v_id: v.id,
+    };
+    changed = true;
+  }
+  if (supersedes(v, storedVersion(base.title_v_at, base.title_v_id))) {
+    next = { ...next, title: event.data.press_release_title, title_v_at: v.at, title_v_id: v.id };
+    changed = true;
+  }
+  if (supersedes(v, storedVersion(base.distribution_v_at, base.distribution_v_id))) {
+    const date = event.data.distribution_date;
+    next = {
+      ...next,
+      distribution_ms: date === null ? null : toEpochMs(date),
+      distribution_v_at: v.at,
+      distribution_v_id: v.id,
+    };
+    changed = true;
+  }
+  if (supersedes(v, storedVersion(base.status_v_at, base.status_v_id))) {
+    next = { ...next, status: event.data.status, status_v_at: v.at, status_v_id: v.id };
+    changed = true;
+  }
+  return changed ? orderChange(current, next) : null;
+}
+
+export function applyOrderUpdated(
+  event: OrderUpdated,
+  current: OrderRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event);
+  const base = current ?? emptyOrder(event.data.order_id);
+  let next = base;
+  let changed = false;
+  const title = event.data.press_release_title;
+  if (title !== undefined && supersedes(v, storedVersion(base.title_v_at, base.title_v_id))) {
+    next = { ...next, title, title_v_at: v.at, title_v_id: v.id };
+    changed = true;
+  }
+  const date = event.data.distribution_date;
+  if (date !== undefined && supersedes(v, storedVersion(base.distribution_v_at, base.distribution_v_id))) {
+    next = {
+      ...next,
+      distribution_ms: date === null ? null : toEpochMs(date),
+      distribution_v_at: v.at,
+      distribution_v_id: v.id,
+    };
+    changed = true;
+  }
+  return changed ? orderChange(current, next) : null;
+}
+
+export function applyOrderDeleted(
+  event: OrderDeleted,
+  current: OrderRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event);
+  const base = current ?? emptyOrder(event.data.order_id);
+  if (!supersedes(v, storedVersion(base.deleted_v_at, base.deleted_v_id))) return null;
+  return orderChange(current, { ...base, deleted_v_at: v.at, deleted_v_id: v.id });
+}
+
+export function applyOrderStatusChanged(
+  event: OrderStatusChanged,
+  current: OrderRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event);
+  const base = current ?? emptyOrder(event.data.order_id);
+  if (!supersedes(v, storedVersion(base.status_v_at, base.status_v_id))) return null;
+  return orderChange(current, { ...base, status: event.data.status, status_v_at: v.at, status_v_id: v.id });
+}
+
+/** The URL's host without a leading `www.`, as EVENTS.md defines the default website domain. */
+export function websiteDomainOf(articleUrl: string): string {
+  return new URL(articleUrl).hostname.replace(/^www\./, '');
+}
+
+function articleVersion(row: ArticleRow | undefined): FactVersion | null {
+  return row === undefined ? null : { at: row.v_at, rank: row.v_rank, id: row.v_id };
+}
+
+export function applyArticlePublished(
+  event: ArticlePublished,
+  current: ArticleRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event, 0);
+  if (!supersedes(v, articleVersion(current))) return null;
+  const data = event.data;
+  return {
+    table: 'articles',
+    row: {
+      article_id: data.article_id,
+      order_id: data.order_id,
+      article_url: data.article_url,
+      website_domain: data.website_domain ?? websiteDomainOf(data.article_url),
+      published_at_ms: toEpochMs(data.published_at),
+      removed: 0,
+      v_at: v.at,
+      v_rank: 0,
+      v_id: v.id,
+    },
+  };
+}
+
+export function applyArticleRemoved(
+  event: ArticleRemoved,
+  current: ArticleRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event, 1);
+  if (!supersedes(v, articleVersion(current))) return null;
+  return {
+    table: 'articles',
+    row: {
+      article_id: event.data.article_id,
+      order_id: event.data.order_id,
+      article_url: null,
+      website_domain: null,
+      published_at_ms: null,
+      removed: 1,
+      v_at: v.at,
+      v_rank: 1,
+      v_id: v.id,
+    },
+  };
+}
+
+function apiKeyVersion(row: ApiKeyRow | undefined): FactVersion | null {
+  return row === undefined ? null : { at: row.v_at, rank: row.v_rank, id: row.v_id };
+}
+
+export function applyApiKeyIssued(
+  event: ApiKeyIssued,
+  current: ApiKeyRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event, 0);
+  if (!supersedes(v, apiKeyVersion(current))) return null;
+  return {
+    table: 'api_keys',
+    row: {
+      key_id: event.data.key_id,
+      org_id: event.data.organization_id,
+      key_sha256: event.data.key_sha256,
+      revoked: 0,
+      v_at: v.at,
+      v_rank: 0,
+      v_id: v.id,
+    },
+  };
+}
+
+export function applyApiKeyRevoked(
+  event: ApiKeyRevoked,
+  current: ApiKeyRow | undefined,
+): ReadModelChange | null {
+  const v = versionOf(event, 1);
+  if (!supersedes(v, apiKeyVersion(current))) return null;
+  return {
+    table: 'api_keys',
+    row: {
+      key_id: event.data.key_id,
+      org_id: null,
+      key_sha256: null,
+      revoked: 1,
+      v_at: v.at,
+      v_rank: 1,
+      v_id: v.id,
+    },
+  };
+}
+
+/** The change one event makes to the read model, or null when it changes nothing. */
+export function evolve(event: DomainEvent, current: CurrentRows): ReadModelChange | null {
+  switch (event.type) {
+    case 'order.created':
+      return applyOrderCreated(event, current.order(event.data.order_id));
+    case 'order.updated':
+      return applyOrderUpdated(event, current.order(event.data.order_id));
+    case 'order.deleted':
+      return applyOrderDeleted(event, current.order(event.data.order_id));
+    case 'order.status_changed':
+      return applyOrderStatusChanged(event, current.order(event.data.order_id));
+    case 'article.published':
+      return applyArticlePublished(event, current.article(event.data.article_id));
+    case 'article.removed':
+      return applyArticleRemoved(event, current.article(event.data.article_id));
+    case 'api_key.issued':
+      return applyApiKeyIssued(event, current.apiKey(event.data.key_id));
+    case 'api_key.revoked':
+      return applyApiKeyRevoked(event, current.apiKey(event.data.key_id));
+    default: {
+      const unhandled: never = event;
+      throw new Error(`unhandled event ${JSON.stringify(unhandled)}`);
+    }
+  }
+}

@@ -1,0 +1,90 @@
+import type { ListedStatus } from './status.js';
+
+/** One row of `orders`: the facts seen for an order, each field group with the version that set it. */
+export interface OrderRow {
+  order_id: number;
+  org_id: number | null;
+  member_id: number | null;
+  created_at_ms: number | null;
+  created_v_at: number | null;
+  created_v_id: string | null;
+  title: string | null;
+  title_v_at: number | null;
+  title_v_id: string | null;
+  distribution_ms: number | null;
+  distribution_v_at: number | null;
+  distribution_v_id: string | null;
+  status: string | null;
+  status_v_at: number | null;
+  status_v_id: string | null;
+  deleted_v_at: number | null;
+  deleted_v_id: string | null;
+  listed_status: ListedStatus | null;
+}
+
+/** One row of `articles`: the latest fact about an article, a publication or a removal (tombstone). */
+export interface ArticleRow {
+  article_id: number;
+  order_id: number;
+  article_url: string | null;
+  website_domain: string | null;
+  published_at_ms: number | null;
+  removed: 0 | 1;
+  v_at: number;
+  v_rank: 0 | 1;
+  v_id: string;
+}
+
+/** One row of `api_keys`: only the SHA-256 of a key is ever stored. */
+export interface ApiKeyRow {
+  key_id: string;
+  org_id: number | null;
+  key_sha256: string | null;
+  revoked: 0 | 1;
+  v_at: number;
+  v_rank: 0 | 1;
+  v_id: string;
+}
+
+export const orderColumns = [
+  'order_id',
+  'org_id',
+  'member_id',
+  'created_at_ms',
+  'created_v_at',
+  'created_v_id',
+  'title',
+  'title_v_at',
+  'title_v_id',
+  'distribution_ms',
+  'distribution_v_at',
+  'distribution_v_id',
+  'status',
+  'status_v_at',
+  'status_v_id',
+  'deleted_v_at',
+  'deleted_v_id',
+  'listed_status',
+] as const satisfies readonly (keyof OrderRow)[];
+
+export const articleColumns = [
+  'article_id',
+  'order_id',
+  'article_url',
+  'website_domain',
+  'published_at_ms',
+  'removed',
+  'v_at',
+  'v_rank',
+  'v_id',
+] as const satisfies readonly (keyof ArticleRow)[];
+
+export const apiKeyColumns = [
+  'key_id',
+  'org_id',
+  'key_sha256',
+  'revoked',
+  'v_at',
+  'v_rank',
+  'v_id',
+] as const satisfies readonly (keyof ApiKeyRow)[];

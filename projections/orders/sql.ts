@@ -1,0 +1,52 @@
+/**
+ * The SQL that writes and reads the read model's tables. src/ prepares and
+ * executes these; it writes no SQL of its own against these tables.
+ */
+import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
+
+function upsert(table: string, columns: readonly string[]): string {
+  return `INSERT OR REPLACE INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`;
+}
+
+export const writeSql = {
+  selectOrder: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id = ?`,
+  selectArticle: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id = ?`,
+  selectApiKey: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id = ?`,
+  upsertOrder: upsert('orders', orderColumns),
+  upsertArticle: upsert('articles', articleColumns),
+  upsertApiKey: upsert('api_keys', apiKeyColumns),
+  incrementOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, 1)
+    ON CONFLICT (org_id, listed_status) DO UPDATE SET orders = orders + 1`,
+  decrementOrderCount: `UPDATE org_order_counts SET orders = orders - 1 WHERE org_id = ? AND listed_status = ?`,
+  /** A zero counter means the same as no counter: removing it keeps table dumps independent of history. */
+  dropEmptyOrderCount: `DELETE FROM org_order_counts WHERE org_id = ? AND listed_status = ? AND orders = 0`,
+  selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets`,
+  upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
+    ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset`,
+  insertDeadLetter: `INSERT OR IGNORE INTO dead_letters
+    (topic, partition, "offset", message_key, raw_value, reason, detail, recorded_at)
+    VALUES (@topic, @partition, @offset, @key, @value, @reason, @detail, @recordedAt)`,
+} as const;
+
+const orderListColumns = `order_id AS id, title, listed_status, distribution_ms, created_at_ms`;
+
+export const readSql = {
+  /** Walks `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */
+  listOrders: `SELECT ${orderListColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status IS NOT NULL
+    ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`,
+  /** Walks `orders_listed_by_org_status` backwards. */
+  listOrdersByStatus: `SELECT ${orderListColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status = @status
+    ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`,
+  countOrders: `SELECT coalesce(sum(orders), 0) AS total FROM org_order_counts WHERE org_id = @orgId`,
+  countOrdersByStatus: `SELECT coalesce(sum(orders), 0) AS total FROM org_order_counts
+    WHERE org_id = @orgId AND listed_status = @status`,
+  /** The order only when it is listed and belongs to the organization. */
+  listedOrderOfOrg: `SELECT order_id AS id, title FROM orders
+    WHERE order_id = @orderId AND org_id = @orgId AND listed_status IS NOT NULL`,
+  articlesOfOrder: `SELECT article_id AS id, article_url, website_domain, published_at_ms FROM articles
+    WHERE order_id = @orderId AND removed = 0
+    ORDER BY published_at_ms DESC, article_id DESC`,
+  orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+} as const;

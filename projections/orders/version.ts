@@ -1,0 +1,23 @@
+/**
+ * The position of a fact in "last writer wins": when it happened upstream,
+ * then, for facts removing an entity, a rank that lets removal win ties, then
+ * the event id. Comparing versions is all convergence needs.
+ */
+export interface FactVersion {
+  /** occurred_at in epoch milliseconds */
+  at: number;
+  /** 1 for removals (article.removed, api_key.revoked), which win over facts with the same `at` */
+  rank: 0 | 1;
+  id: string;
+}
+
+export function compareVersions(a: FactVersion, b: FactVersion): number {
+  if (a.at !== b.at) return a.at < b.at ? -1 : 1;
+  if (a.rank !== b.rank) return a.rank - b.rank;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** True when `candidate` should replace `current` (absent values always lose). */
+export function supersedes(candidate: FactVersion, current: FactVersion | null): boolean {
+  return current === null || compareVersions(candidate, current) > 0;
+}

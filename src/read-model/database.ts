@@ -1,0 +1,70 @@
+import Database from 'better-sqlite3';
+import { loadMigrations, PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+
+export type ReadModelDatabase = Database.Database;
+
+export class ProjectionVersionMismatch extends Error {
+  readonly code = 'PROJECTION_VERSION_MISMATCH';
+  constructor(
+    readonly file: string,
+    readonly found: number,
+    readonly expected: number,
+  ) {
+    super(
+      `${file} holds projection version ${found}, this code projects version ${expected}: rebuild the model from the topics`,
+    );
+  }
+}
+
+/**
+ * Opens (creating if needed) a read-model file: WAL so readers never wait for
+ * the writer, the numbered migrations, and the projection version check.
+ */
+export function openReadModel(file: string, options: { readonly?: boolean } = {}): ReadModelDatabase {
+  const db = new Database(file, {
+    readonly: options.readonly === true,
+    fileMustExist: options.readonly === true,
+  });
+  db.pragma('busy_timeout = 5000');
+  if (options.readonly === true) {
+    assertProjectionVersion(db, file);
+    return db;
+  }
+  db.pragma('journal_mode = WAL');
+  // WAL + NORMAL: a commit survives a process crash (SIGKILL); only an OS crash may lose the last commits,
+  // which a replay from the stored offsets then restores.
+  db.pragma('synchronous = NORMAL');
+  migrate(db);
+  assertProjectionVersion(db, file);
+  return db;
+}
+
+function migrate(db: ReadModelDatabase): void {
+  const applied = db.pragma('user_version', { simple: true }) as number;
+  const pending = loadMigrations().filter((m) => m.version > applied);
+  for (const migration of pending) {
+    db.transaction(() => {
+      db.exec(migration.sql);
+      if (applied === 0 && migration.version === 1) {
+        db.prepare(`INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`).run(
+          String(PROJECTION_VERSION),
+        );
+      }
+      db.pragma(`user_version = ${migration.version}`);
+    })();
+  }
+}
+
+export function projectionVersionOf(db: ReadModelDatabase): number {
+  const row = db.prepare(`SELECT value FROM projection_meta WHERE key = 'projection_version'`).get() as
+    { value: string } | undefined;
+  return row === undefined ? 0 : Number(row.value);
+}
+
+function assertProjectionVersion(db: ReadModelDatabase, file: string): void {
+  const found = projectionVersionOf(db);
+  if (found !== PROJECTION_VERSION) {
+    db.close();
+    throw new ProjectionVersionMismatch(file, found, PROJECTION_VERSION);
+  }
+}

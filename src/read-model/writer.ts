@@ -1,0 +1,167 @@
+/**
+ * The read model's only writer. One call applies one Kafka batch (one
+ * partition) and the partition's new offset in ONE synchronous transaction:
+ * after any crash the model equals a replay of the log up to the stored offset.
+ */
+import type { Statement } from 'better-sqlite3';
+import {
+  evolve,
+  listingOf,
+  type CurrentRows,
+  type ReadModelChange,
+} from '../../projections/orders/evolve.js';
+import type { ApiKeyRow, ArticleRow, OrderRow } from '../../projections/orders/rows.js';
+import { writeSql } from '../../projections/orders/sql.js';
+import type { EventType, TopicRole } from '../../schemas/events.js';
+import { decodeEvent, type DeadLetterReason } from '../consumer/decode.js';
+import type { ReadModelDatabase } from './database.js';
+
+export interface RawMessage {
+  /** Kafka offset, a decimal string as kafkajs gives it */
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+}
+
+export interface BatchOutcome {
+  /** events decoded and projected (including those that changed nothing) */
+  applied: number;
+  /** applied events that changed no row: duplicates and stale facts */
+  unchanged: number;
+  deadLettered: number;
+  /** messages below the stored offset, already applied before */
+  skipped: number;
+  appliedByType: Partial<Record<EventType, number>>;
+  deadLettersByReason: Partial<Record<DeadLetterReason, number>>;
+  /** the partition's next offset after this batch, or null if the batch was empty */
+  nextOffset: number | null;
+}
+
+const maxDetailLength = 500;
+
+export class ReadModelWriter {
+  private readonly statements: { [K in keyof typeof writeSql]: Statement };
+  private readonly offsets = new Map<string, number>();
+  private readonly current: CurrentRows;
+
+  constructor(
+    private readonly db: ReadModelDatabase,
+    private readonly roleOfTopic: (topic: string) => TopicRole | undefined,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    this.statements = Object.fromEntries(
+      Object.entries(writeSql).map(([name, sql]) => [name, db.prepare(sql)]),
+    ) as { [K in keyof typeof writeSql]: Statement };
+    for (const row of this.statements.selectOffsets.all() as {
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }[]) {
+      this.offsets.set(offsetKey(row.topic, row.partition), row.next_offset);
+    }
+    this.current = {
+      order: (id) => this.statements.selectOrder.get(id) as OrderRow | undefined,
+      article: (id) => this.statements.selectArticle.get(id) as ArticleRow | undefined,
+      apiKey: (id) => this.statements.selectApiKey.get(id) as ApiKeyRow | undefined,
+    };
+  }
+
+  /** The next offset to read for a partition, as stored with the model; undefined when never read. */
+  storedOffset(topic: string, partition: number): number | undefined {
+    return this.offsets.get(offsetKey(topic, partition));
+  }
+
+  storedOffsets(): { topic: string; partition: number; nextOffset: number }[] {
+    return [...this.offsets].map(([key, nextOffset]) => {
+      const [topic, partition] = splitOffsetKey(key);
+      return { topic, partition, nextOffset };
+    });
+  }
+
+  applyBatch(topic: string, partition: number, messages: readonly RawMessage[]): BatchOutcome {
+    const role = this.roleOfTopic(topic);
+    if (role === undefined) throw new Error(`topic ${topic} is not one of the configured topics`);
+    const outcome: BatchOutcome = {
+      applied: 0,
+      unchanged: 0,
+      deadLettered: 0,
+      skipped: 0,
+      appliedByType: {},
+      deadLettersByReason: {},
+      nextOffset: null,
+    };
+    const stored = this.storedOffset(topic, partition) ?? 0;
+    const recordedAt = this.now().toISOString();
+    let next = stored;
+    this.db.transaction(() => {
+      for (const message of messages) {
+        const offset = Number(message.offset);
+        if (offset < stored) {
+          outcome.skipped += 1;
+          continue;
+        }
+        const decoded = decodeEvent(role, message.value);
+        if (decoded.ok) {
+          const change = evolve(decoded.event, this.current);
+          if (change === null) outcome.unchanged += 1;
+          else this.write(change);
+          outcome.applied += 1;
+          outcome.appliedByType[decoded.event.type] = (outcome.appliedByType[decoded.event.type] ?? 0) + 1;
+        } else {
+          this.statements.insertDeadLetter.run({
+            topic,
+            partition,
+            offset,
+            key: message.key,
+            value: message.value,
+            reason: decoded.reason,
+            detail: decoded.detail.slice(0, maxDetailLength),
+            recordedAt,
+          });
+          outcome.deadLettered += 1;
+          outcome.deadLettersByReason[decoded.reason] =
+            (outcome.deadLettersByReason[decoded.reason] ?? 0) + 1;
+        }
+        next = offset + 1;
+      }
+      if (next !== stored) this.statements.upsertOffset.run(topic, partition, next);
+    })();
+    if (next !== stored) {
+      this.offsets.set(offsetKey(topic, partition), next);
+      outcome.nextOffset = next;
+    }
+    return outcome;
+  }
+
+  private write(change: ReadModelChange): void {
+    switch (change.table) {
+      case 'orders': {
+        this.statements.upsertOrder.run(change.row);
+        const before = listingOf(change.before);
+        const after = listingOf(change.row);
+        if (before?.orgId === after?.orgId && before?.status === after?.status) return;
+        if (before !== null) {
+          this.statements.decrementOrderCount.run(before.orgId, before.status);
+          this.statements.dropEmptyOrderCount.run(before.orgId, before.status);
+        }
+        if (after !== null) this.statements.incrementOrderCount.run(after.orgId, after.status);
+        return;
+      }
+      case 'articles':
+        this.statements.upsertArticle.run(change.row);
+        return;
+      case 'api_keys':
+        this.statements.upsertApiKey.run(change.row);
+        return;
+    }
+  }
+}
+
+function offsetKey(topic: string, partition: number): string {
+  return `${partition}:${topic}`;
+}
+
+function splitOffsetKey(key: string): [string, number] {
+  const colon = key.indexOf(':');
+  return [key.slice(colon + 1), Number(key.slice(0, colon))];
+}

@@ -1,0 +1,64 @@
+import type { TopicRole } from '../../schemas/events.js';
+import type { DomainEvent } from '../../schemas/events.js';
+import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
+import { ReadModelWriter } from '../../src/read-model/writer.js';
+import { roleOf } from './events.js';
+
+export const testTopics: Record<TopicRole, string> = {
+  orders: 'orders',
+  orderStatus: 'order-status',
+  articles: 'articles',
+  apiKeys: 'api-keys',
+};
+
+export function roleResolver(topics: Record<TopicRole, string>): (topic: string) => TopicRole | undefined {
+  const byName = new Map(Object.entries(topics).map(([role, name]) => [name, role as TopicRole]));
+  return (topic) => byName.get(topic);
+}
+
+/** An in-memory read model with a writer, fed events directly (no Kafka). */
+export function memoryReadModel(): {
+  db: ReadModelDatabase;
+  writer: ReadModelWriter;
+  apply: (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]) => void;
+} {
+  const db = openReadModel(':memory:');
+  const writer = new ReadModelWriter(db, roleResolver(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
+  const nextOffset = new Map<string, number>();
+  const apply = (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]): void => {
+    for (const event of events) {
+      const role = 'role' in event ? event.role : roleOf(event);
+      const topic = testTopics[role];
+      const offset = nextOffset.get(topic) ?? 0;
+      nextOffset.set(topic, offset + 1);
+      const value =
+        'role' in event
+          ? Buffer.isBuffer(event.raw)
+            ? event.raw
+            : Buffer.from(event.raw)
+          : Buffer.from(JSON.stringify(event));
+      writer.applyBatch(topic, 0, [{ offset: String(offset), key: null, value }]);
+    }
+  };
+  return { db, writer, apply };
+}
+
+/** Every table of the model (offsets and dead-letter times aside), ordered, for equality checks. */
+export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
+  return {
+    orders: db.prepare('SELECT * FROM orders ORDER BY order_id').all(),
+    org_order_counts: db.prepare('SELECT * FROM org_order_counts ORDER BY org_id, listed_status').all(),
+    articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
+    api_keys: db.prepare('SELECT * FROM api_keys ORDER BY key_id').all(),
+  };
+}
+
+/** The counters recomputed with COUNT(*): what org_order_counts must always equal. */
+export function recountedOrderCounts(db: ReadModelDatabase): unknown[] {
+  return db
+    .prepare(
+      `SELECT org_id, listed_status, count(*) AS orders FROM orders WHERE listed_status IS NOT NULL
+       GROUP BY org_id, listed_status ORDER BY org_id, listed_status`,
+    )
+    .all();
+}

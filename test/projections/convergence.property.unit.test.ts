@@ -1,0 +1,25 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { deliveryArbitrary, historyArbitrary } from '../helpers/histories.js';
+import { dumpModel, memoryReadModel, recountedOrderCounts } from '../helpers/read-model.js';
+
+describe('convergence of the projection', () => {
+  it('yields the same model for any per-key-ordered interleaving with redeliveries as for the canonical order, with counters equal to a recount', () => {
+    const scenario = historyArbitrary({ orgs: 3, orders: 6, articles: 8, keys: 3, maxEvents: 60 }).chain(
+      (history) => fc.tuple(fc.constant(history), deliveryArbitrary(history)),
+    );
+    fc.assert(
+      fc.property(scenario, ([history, delivery]) => {
+        const canonical = memoryReadModel();
+        canonical.apply(...history);
+        const shuffled = memoryReadModel();
+        shuffled.apply(...delivery);
+        expect(dumpModel(shuffled.db)).toEqual(dumpModel(canonical.db));
+        expect(dumpModel(shuffled.db).org_order_counts).toEqual(recountedOrderCounts(shuffled.db));
+        canonical.db.close();
+        shuffled.db.close();
+      }),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import { readSql } from '../../projections/orders/sql.js';
+import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
+import { dumpModel, memoryReadModel, recountedOrderCounts, testTopics } from '../helpers/read-model.js';
+
+describe('ReadModelWriter', () => {
+  it('counts listed orders per organization and external status', () => {
+    const { db, apply } = memoryReadModel();
+    apply(
+      orderCreated({ order_id: 1, organization_id: 1, status: 'publishing' }),
+      orderCreated({ order_id: 2, organization_id: 1, status: 'publishing_ended' }),
+      orderCreated({ order_id: 3, organization_id: 1, status: 'finished' }),
+      orderCreated({ order_id: 4, organization_id: 2, status: 'draft' }),
+    );
+    expect(db.prepare('SELECT * FROM org_order_counts ORDER BY org_id, listed_status').all()).toEqual([
+      { org_id: 1, listed_status: 'finished', orders: 1 },
+      { org_id: 1, listed_status: 'processing', orders: 2 },
+    ]);
+  });
+
+  it('moves an order between counters when its status changes and drops it when deleted', () => {
+    const { db, apply } = memoryReadModel();
+    apply(
+      orderCreated({ order_id: 1 }, { occurred_at: at(0) }),
+      statusChanged(1, 'finished', { occurred_at: at(1) }),
+    );
+    expect(recountedOrderCounts(db)).toEqual([{ org_id: 1, listed_status: 'finished', orders: 1 }]);
+    expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
+    apply(orderDeleted(1, { occurred_at: at(2) }));
+    expect(dumpModel(db).org_order_counts).toEqual([]);
+  });
+
+  it('changes nothing, counts included, when the same events are applied twice (rule 4)', () => {
+    const events = [
+      orderCreated({ order_id: 1 }, { occurred_at: at(0) }),
+      statusChanged(1, 'finished', { occurred_at: at(1) }),
+      articlePublished({ article_id: 5, order_id: 1 }, { occurred_at: at(2) }),
+    ];
+    const once = memoryReadModel();
+    once.apply(...events);
+    const twice = memoryReadModel();
+    twice.apply(...events, ...events);
+    expect(dumpModel(twice.db)).toEqual(dumpModel(once.db));
+  });
+
+  it('skips messages below the stored offset, so a redelivered batch is not applied again', () => {
+    const { db, writer } = memoryReadModel();
+    const value = Buffer.from(JSON.stringify(orderCreated({ order_id: 1 })));
+    const first = writer.applyBatch(testTopics.orders, 0, [{ offset: '0', key: null, value }]);
+    const again = writer.applyBatch(testTopics.orders, 0, [{ offset: '0', key: null, value }]);
+    expect(first).toMatchObject({ applied: 1, skipped: 0, nextOffset: 1 });
+    expect(again).toMatchObject({ applied: 0, skipped: 1, nextOffset: null });
+    expect(db.prepare('SELECT * FROM consumer_offsets').all()).toEqual([
+      { topic: testTopics.orders, partition: 0, next_offset: 1 },
+    ]);
+  });
+
+  it('records each invalid message as one dead letter with its reason and passes its offset', () => {
+    const { db, apply } = memoryReadModel();
+    const validEnvelope = { event_id: 'x', occurred_at: at(0) };
+    apply(
+      { role: 'orders', raw: Buffer.from([0xff, 0xfe, 0x7b]) },
+      { role: 'orders', raw: '{"event_id": ' },
+      { role: 'orders', raw: JSON.stringify({ type: 'order.created' }) },
+      { role: 'orders', raw: JSON.stringify({ ...validEnvelope, type: 'order.archived', data: {} }) },
+      { role: 'articles', raw: JSON.stringify(orderCreated({ order_id: 9 })) },
+      {
+        role: 'orders',
+        raw: JSON.stringify({ ...validEnvelope, type: 'order.created', data: { order_id: -1 } }),
+      },
+      { role: 'orders', raw: '' },
+    );
+    const letters = db.prepare('SELECT topic, "offset", reason FROM dead_letters ORDER BY id').all();
+    expect(letters).toEqual([
+      { topic: 'orders', offset: 0, reason: 'invalid_utf8' },
+      { topic: 'orders', offset: 1, reason: 'invalid_json' },
+      { topic: 'orders', offset: 2, reason: 'invalid_envelope' },
+      { topic: 'orders', offset: 3, reason: 'unknown_type' },
+      { topic: 'articles', offset: 0, reason: 'wrong_topic' },
+      { topic: 'orders', offset: 4, reason: 'invalid_payload' },
+      { topic: 'orders', offset: 5, reason: 'empty_value' },
+    ]);
+    expect(db.prepare('SELECT topic, next_offset FROM consumer_offsets ORDER BY topic').all()).toEqual([
+      { topic: 'articles', next_offset: 1 },
+      { topic: 'orders', next_offset: 6 },
+    ]);
+  });
+
+  it('accepts unknown extra fields anywhere in an event', () => {
+    const { db, apply } = memoryReadModel();
+    const event = orderCreated({ order_id: 1 });
+    apply({
+      role: 'orders',
+      raw: JSON.stringify({ ...event, trace: 'x', data: { ...event.data, region: 'eu' } }),
+    });
+    expect(db.prepare('SELECT order_id, listed_status FROM orders').all()).toEqual([
+      { order_id: 1, listed_status: 'processing' },
+    ]);
+  });
+});
+
+describe('read-model indexes', () => {
+  const plan = (sql: string): string[] => {
+    const { db } = memoryReadModel();
+    return (
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all({ orgId: 1, status: 'finished', limit: 50, offset: 0, orderId: 1 }) as {
+        detail: string;
+      }[]
+    ).map((row) => row.detail);
+  };
+
+  it('serve the organization listing newest first with no sort step', () => {
+    expect(plan(readSql.listOrders)).toEqual(['SEARCH orders USING INDEX orders_listed_by_org (org_id=?)']);
+  });
+
+  it('serve the status-filtered listing with no sort step', () => {
+    expect(plan(readSql.listOrdersByStatus)).toEqual([
+      'SEARCH orders USING INDEX orders_listed_by_org_status (org_id=? AND listed_status=?)',
+    ]);
+  });
+
+  it('serve the article list of an order with no sort step', () => {
+    expect(plan(readSql.articlesOfOrder)).toEqual([
+      'SEARCH articles USING INDEX articles_of_order (order_id=?)',
+    ]);
+  });
+});
