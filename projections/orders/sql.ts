@@ -45,8 +45,10 @@ export const readSql = {
   /** The order only when it is listed and belongs to the organization. */
   listedOrderOfOrg: `SELECT order_id AS id, title FROM orders
     WHERE order_id = @orderId AND org_id = @orgId AND listed_status IS NOT NULL`,
-  articlesOfOrder: `SELECT article_id AS id, article_url, website_domain, published_at_ms FROM articles
-    WHERE order_id = @orderId AND removed = 0
-    ORDER BY published_at_ms DESC, article_id DESC`,
+  /** Scoped by organization through the order, so the query alone can never return another organization's articles. */
+  articlesOfOrder: `SELECT a.article_id AS id, a.article_url, a.website_domain, a.published_at_ms
+    FROM articles a JOIN orders o ON o.order_id = a.order_id
+    WHERE a.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL AND a.removed = 0
+    ORDER BY a.published_at_ms DESC, a.article_id DESC`,
   orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
 } as const;

@@ -23,6 +23,7 @@ export interface HistoryShape {
   articles: number;
   keys: number;
   maxEvents: number;
+  minEvents?: number;
 }
 
 /**

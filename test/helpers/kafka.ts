@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
+import { Kafka, logLevel, type Admin, type Message, type Producer } from 'kafkajs';
+import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import { keyOf, roleOf } from './events.js';
 import { afterAll, inject } from 'vitest';
 
 export function testKafka(clientId = 'test'): Kafka {
@@ -34,4 +36,55 @@ export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; pr
     await Promise.all([admin.disconnect(), producer.disconnect()]);
   });
   return { admin, producer };
+}
+
+/** The four topics of the contract, created fresh for one test file. */
+export async function createContractTopics(
+  admin: Admin,
+  numPartitions = 3,
+): Promise<Record<TopicRole, string>> {
+  const [orders, orderStatus, articles, apiKeys] = await createTestTopics(
+    admin,
+    ['pr.orders', 'pr.order-status', 'pr.articles', 'pr.api-keys'],
+    numPartitions,
+  );
+  return { orders: orders!, orderStatus: orderStatus!, articles: articles!, apiKeys: apiKeys! };
+}
+
+export type Publication = DomainEvent | { role: TopicRole; key: string; raw: Buffer };
+
+/** Produces events (JSON, keyed as the contract says) and raw messages in the given order per topic. */
+export async function publish(
+  producer: Producer,
+  topics: Record<TopicRole, string>,
+  publications: readonly Publication[],
+): Promise<void> {
+  const byTopic = new Map<string, Message[]>();
+  for (const item of publications) {
+    const role = 'raw' in item ? item.role : roleOf(item);
+    const message: Message =
+      'raw' in item
+        ? { key: item.key, value: item.raw }
+        : { key: keyOf(item), value: Buffer.from(JSON.stringify(item)) };
+    const list = byTopic.get(topics[role]) ?? [];
+    list.push(message);
+    byTopic.set(topics[role], list);
+  }
+  await producer.sendBatch({
+    acks: -1,
+    topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+  });
+}
+
+/** Polls until `check` returns true, failing with `what` after the timeout. */
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }

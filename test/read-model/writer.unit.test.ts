@@ -123,7 +123,8 @@ describe('read-model indexes', () => {
 
   it('serve the article list of an order with no sort step', () => {
     expect(plan(readSql.articlesOfOrder)).toEqual([
-      'SEARCH articles USING INDEX articles_of_order (order_id=?)',
+      'SEARCH o USING INTEGER PRIMARY KEY (rowid=?)',
+      'SEARCH a USING INDEX articles_of_order (order_id=?)',
     ]);
   });
 });

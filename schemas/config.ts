@@ -1,0 +1,28 @@
+/** The service's configuration, read from environment variables (SCREAMING_CASE) once, in main. */
+import { z } from 'zod';
+import { defaultTopicNames } from './events.js';
+
+const port = z.coerce.number().int().min(0).max(65_535);
+const positiveInt = z.coerce.number().int().positive();
+
+export const ServiceEnv = z.object({
+  KAFKA_BROKERS: z
+    .string({ error: 'KAFKA_BROKERS is required: a comma-separated list of host:port' })
+    .min(1)
+    .transform((value) => value.split(',').map((broker) => broker.trim()))
+    .pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'each broker must be host:port')).min(1)),
+  KAFKA_CLIENT_ID: z.string().min(1).default('orders-read-model'),
+  /** Unique per replica: every replica consumes every partition into its own file. */
+  KAFKA_GROUP_ID: z.string().min(1).optional(),
+  KAFKA_SESSION_TIMEOUT_MS: positiveInt.min(1000).default(10_000),
+  TOPIC_ORDERS: z.string().min(1).default(defaultTopicNames.orders),
+  TOPIC_ORDER_STATUS: z.string().min(1).default(defaultTopicNames.orderStatus),
+  TOPIC_ARTICLES: z.string().min(1).default(defaultTopicNames.articles),
+  TOPIC_API_KEYS: z.string().min(1).default(defaultTopicNames.apiKeys),
+  DATABASE_PATH: z.string().min(1).default('data/read-model.sqlite'),
+  HTTP_HOST: z.string().min(1).default('0.0.0.0'),
+  HTTP_PORT: port.default(8080),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type ServiceEnv = z.infer<typeof ServiceEnv>;

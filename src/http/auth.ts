@@ -1,0 +1,30 @@
+import { createHash } from 'node:crypto';
+import { unauthorized, type ApiError } from './errors.js';
+
+const maxKeyLength = 512;
+
+export function sha256Hex(value: string): string {
+  return createHash('sha256').update(value, 'utf8').digest('hex');
+}
+
+/**
+ * The organization a request acts for, from `Authorization: Bearer <key>`.
+ * The raw key is hashed here and goes no further.
+ */
+export function authenticate(
+  header: string | string[] | undefined,
+  orgOfKeyHash: (keySha256: string) => number | null,
+): { orgId: number } | ApiError {
+  if (header === undefined || header === '') {
+    return unauthorized('Missing Authorization header; send `Authorization: Bearer <API_KEY>`.');
+  }
+  if (Array.isArray(header)) return unauthorized('Send exactly one Authorization header.');
+  const match = /^Bearer +(\S+) *$/i.exec(header);
+  const key = match?.[1];
+  if (key === undefined || key.length > maxKeyLength) {
+    return unauthorized('Malformed Authorization header; expected `Bearer <API_KEY>`.');
+  }
+  const orgId = orgOfKeyHash(sha256Hex(key));
+  if (orgId === null) return unauthorized('The API key is unknown or has been revoked.');
+  return { orgId };
+}

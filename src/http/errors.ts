@@ -1,0 +1,33 @@
+import { STATUS_CODES } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { ErrorBody } from '../../schemas/api.js';
+
+/** An expected failure answered with the Error object (`error`, `message`). */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly error: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+
+  body(): ErrorBody {
+    return { error: this.error, message: this.message };
+  }
+}
+
+export const notFoundOrder = (): ApiError =>
+  new ApiError(404, 'Not Found', 'The order was not found or is not accessible with this API key.');
+
+export const unauthorized = (message: string): ApiError =>
+  new ApiError(401, 'Unauthorized', message, { 'www-authenticate': 'Bearer' });
+
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply.code(error.statusCode).headers(error.headers).send(error.body());
+}
+
+export function statusName(statusCode: number): string {
+  return STATUS_CODES[statusCode] ?? 'Error';
+}

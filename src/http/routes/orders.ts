@@ -1,0 +1,79 @@
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import {
+  ArticleList,
+  ErrorBody,
+  LIMIT_DEFAULT,
+  LIMIT_MAX,
+  LIMIT_MIN,
+  OrderIdParams,
+  OrderList,
+  OrderListQuery,
+} from '../../../schemas/api.js';
+import type { ReadModelReader } from '../../read-model/reader.js';
+import { notFoundOrder } from '../errors.js';
+
+const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
+
+const errorResponses = {
+  401: ErrorBody.describe('Missing, malformed, unknown or revoked API key'),
+  429: ErrorBody.describe('Too many requests'),
+};
+
+export function ordersRoutes(reader: ReadModelReader): FastifyPluginAsyncZod {
+  return (app) => {
+    app.get(
+      '/orders',
+      {
+        schema: {
+          summary: "List the organization's orders",
+          description: 'Orders of all members of the organization, newest first (ties by id, descending).',
+          security: [{ bearerAuth: [] }],
+          querystring: OrderListQuery,
+          response: {
+            200: OrderList,
+            422: ErrorBody.describe('Invalid status, limit or offset'),
+            ...errorResponses,
+          },
+        },
+      },
+      (request) => {
+        const { status } = request.query;
+        const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
+        const offset = Math.max(0, request.query.offset ?? 0);
+        const page = reader.orderPage({
+          orgId: request.orgId,
+          status: status === 'all' ? null : status,
+          limit,
+          offset,
+        });
+        return { data: page.orders, total: page.total, limit, offset };
+      },
+    );
+
+    app.get(
+      '/orders/:id/articles',
+      {
+        schema: {
+          summary: 'List the published articles of one order',
+          description: 'Articles newest first (ties by id, descending). No paging.',
+          security: [{ bearerAuth: [] }],
+          params: OrderIdParams,
+          response: {
+            200: ArticleList,
+            404: ErrorBody.describe('The order does not exist or is not accessible'),
+            ...errorResponses,
+          },
+        },
+      },
+      (request) => {
+        const { id } = request.params;
+        const orderId = /^\d{1,16}$/.test(id) ? Number(id) : NaN;
+        if (!Number.isSafeInteger(orderId) || orderId < 1) throw notFoundOrder();
+        const found = reader.articlesOfOrder(request.orgId, orderId);
+        if (found === null) throw notFoundOrder();
+        return { order_id: orderId, press_release_title: found.title, data: found.articles };
+      },
+    );
+    return Promise.resolve();
+  };
+}

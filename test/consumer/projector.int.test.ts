@@ -1,0 +1,74 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { roleOfTopic } from '../../src/config.js';
+import { modelLag } from '../../src/consumer/lag.js';
+import { startProjector } from '../../src/consumer/projector.js';
+import { openReadModel } from '../../src/read-model/database.js';
+import { ReadModelWriter } from '../../src/read-model/writer.js';
+import {
+  connectedClients,
+  createContractTopics,
+  publish,
+  testKafka,
+  uniqueTopicName,
+  waitUntil,
+} from '../helpers/kafka.js';
+import { dumpModel, memoryReadModel, recountedOrderCounts } from '../helpers/read-model.js';
+import { seededLog } from '../helpers/scenario.js';
+
+describe('projector through the real broker', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'projector-int-'));
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('converges to the canonical model from shuffled topics with duplicates, and dead-letters each garbage message once', async () => {
+    const kafka = testKafka();
+    const { admin, producer } = await connectedClients(kafka);
+    const topics = await createContractTopics(admin);
+    const { history, publications, garbage } = seededLog(20261121, {
+      orgs: 4,
+      orders: 40,
+      events: 600,
+      garbage: 35,
+    });
+    await publish(producer, topics, publications);
+
+    const db = openReadModel(join(dir, 'model.sqlite'));
+    const writer = new ReadModelWriter(db, roleOfTopic(topics));
+    const projector = await startProjector({
+      kafka,
+      groupId: uniqueTopicName('projector'),
+      sessionTimeoutMs: 6000,
+      topics,
+      writer,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      await waitUntil('the model has caught up', async () =>
+        (await modelLag(admin, Object.values(topics), (t, p) => writer.storedOffset(t, p))).every(
+          (p) => p.lag === 0,
+        ),
+      );
+    } finally {
+      await projector.stop();
+    }
+
+    const expected = memoryReadModel();
+    expected.apply(...history);
+    expect(dumpModel(db)).toEqual(dumpModel(expected.db));
+    expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
+    const letters = db.prepare('SELECT raw_value FROM dead_letters ORDER BY raw_value').all() as {
+      raw_value: Buffer;
+    }[];
+    expect(letters.map((l) => l.raw_value.toString('hex'))).toEqual(
+      garbage
+        .map((g) => g.toString('hex'))
+        .sort((a, b) => Buffer.compare(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))),
+    );
+    db.close();
+  });
+});
