@@ -71,7 +71,7 @@ export function ensureBrokerJars(): string {
   return lib;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.unref();

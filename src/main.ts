@@ -1,7 +1,7 @@
 /** Entry point of `npm start`: parse the environment, start the service, stop it cleanly on SIGTERM/SIGINT. */
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
-import { startService } from './service.js';
+import { startService, type RunningService } from './service.js';
 
 const shutdownTimeoutMs = 15_000;
 
@@ -17,15 +17,9 @@ async function main(): Promise<void> {
     throw error;
   }
   const logger = createLogger(config.logLevel);
-  let service;
-  try {
-    service = await startService(config, logger);
-  } catch (error) {
-    logger.fatal({ err: error }, 'service failed to start');
-    process.exit(1);
-  }
-  const running = service;
+  let service: RunningService | undefined;
   let stopping = false;
+  // Registered before start-up so that a signal during start-up also ends the process cleanly.
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) return;
     stopping = true;
@@ -34,7 +28,7 @@ async function main(): Promise<void> {
       logger.error('shutdown took too long; exiting');
       process.exit(1);
     }, shutdownTimeoutMs).unref();
-    running.close().then(
+    (service?.close() ?? Promise.resolve()).then(
       () => {
         logger.info('stopped');
         process.exit(0);
@@ -47,6 +41,12 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+  try {
+    service = await startService(config, logger);
+  } catch (error) {
+    logger.fatal({ err: error }, 'service failed to start');
+    process.exit(1);
+  }
 }
 
 void main();

@@ -83,7 +83,7 @@ export function historyArbitrary(shape: HistoryShape): fc.Arbitrary<DomainEvent[
   );
   return fc
     .array(fc.tuple(fact, fc.string({ minLength: 1, maxLength: 4 })), {
-      minLength: 1,
+      minLength: shape.minEvents ?? 1,
       maxLength: shape.maxEvents,
     })
     .map((facts) =>
@@ -158,7 +158,10 @@ export function deliveryArbitrary(history: readonly DomainEvent[]): fc.Arbitrary
   return fc
     .tuple(
       fc.array(fc.nat({ max: streams.length - 1 }), { minLength: total * 2, maxLength: total * 2 }),
-      fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: Math.ceil(total / 2) }),
+      fc.array(fc.tuple(fc.nat(), fc.nat()), {
+        minLength: Math.floor(total / 20),
+        maxLength: Math.ceil(total / 2),
+      }),
     )
     .map(([picks, duplicates]) => {
       const cursors = streams.map(() => 0);

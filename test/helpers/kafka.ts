@@ -81,10 +81,11 @@ export async function waitUntil(
   what: string,
   check: () => Promise<boolean> | boolean,
   timeoutMs = 60_000,
+  intervalMs = 200,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }

@@ -1,0 +1,98 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/local-kafka.js';
+import { API_PREFIX } from '../../schemas/api.js';
+import { sha256Hex } from '../../src/http/auth.js';
+import {
+  apiKeyIssued,
+  apiKeyRevoked,
+  articlePublished,
+  at,
+  orderCreated,
+  orderDeleted,
+  statusChanged,
+} from '../helpers/events.js';
+import {
+  connectedClients,
+  createContractTopics,
+  publish,
+  testKafka,
+  uniqueTopicName,
+  waitUntil,
+} from '../helpers/kafka.js';
+import { serviceEnv, spawnService } from '../helpers/service-process.js';
+
+describe('the service as a process (npm start)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-e2e-'));
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves what is produced to the topics, within a bounded wait, and stops cleanly on SIGTERM', async () => {
+    const { admin, producer } = await connectedClients(testKafka());
+    const topics = await createContractTopics(admin);
+    const port = await freePort();
+    const service = spawnService(
+      serviceEnv({
+        topics,
+        databasePath: join(dir, 'model.sqlite'),
+        httpPort: port,
+        groupId: uniqueTopicName('e2e'),
+      }),
+    );
+    const rawKey = 'e2e-raw-key-5f1c9a';
+    const get = async (path: string): Promise<{ status: number; body: unknown }> => {
+      const response = await fetch(`http://127.0.0.1:${port}${API_PREFIX}${path}`, {
+        headers: { authorization: `Bearer ${rawKey}` },
+      });
+      return { status: response.status, body: await response.json() };
+    };
+    const eventually = async (
+      what: string,
+      check: (r: { status: number; body: unknown }) => boolean,
+      path: string,
+    ) => waitUntil(what, async () => check(await get(path).catch(() => ({ status: 0, body: null }))), 30_000);
+
+    await eventually('the API answers', (r) => r.status === 401, '/orders');
+
+    await publish(producer, topics, [apiKeyIssued('e2e-key', 42, sha256Hex(rawKey), { occurred_at: at(0) })]);
+    await eventually('the key is accepted', (r) => r.status === 200, '/orders');
+
+    await publish(producer, topics, [
+      orderCreated({ order_id: 1, organization_id: 42, created_at: at(1) }, { occurred_at: at(1) }),
+      orderCreated({ order_id: 2, organization_id: 42, created_at: at(2) }, { occurred_at: at(2) }),
+      orderCreated({ order_id: 3, organization_id: 7, created_at: at(3) }, { occurred_at: at(3) }),
+      articlePublished(
+        { article_id: 9, order_id: 1, article_url: 'https://www.wire.example/9' },
+        { occurred_at: at(4) },
+      ),
+    ]);
+    await eventually('two orders are listed', (r) => (r.body as { total: number }).total === 2, '/orders');
+
+    await publish(producer, topics, [statusChanged(2, 'finished', { occurred_at: at(5) })]);
+    await eventually(
+      'the finished filter sees order 2',
+      (r) => JSON.stringify(r.body).includes('"id":2'),
+      '/orders?status=finished',
+    );
+    expect((await get('/orders/1/articles')).body).toMatchObject({
+      order_id: 1,
+      data: [{ id: 9, website_domain: 'wire.example' }],
+    });
+    expect((await get('/orders/3/articles')).status).toBe(404);
+
+    await publish(producer, topics, [orderDeleted(1, { occurred_at: at(6) })]);
+    await eventually('order 1 is gone', (r) => r.status === 404, '/orders/1/articles');
+
+    await publish(producer, topics, [apiKeyRevoked('e2e-key', { occurred_at: at(7) })]);
+    await eventually('the revoked key is refused', (r) => r.status === 401, '/orders');
+
+    service.child.kill('SIGTERM');
+    const started = Date.now();
+    expect(await service.exited).toBe(0);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(service.output.join('\n')).not.toContain(rawKey);
+  });
+});

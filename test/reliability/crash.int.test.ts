@@ -1,0 +1,102 @@
+/**
+ * SIGKILL the whole service at random moments mid-ingest; after the last
+ * restart catches up, the model must equal a clean projection of the same log.
+ * Short by default; `npm run test:crash:long` runs CRASH_KILLS=20 on a bigger log.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/local-kafka.js';
+import {
+  connectedClients,
+  createContractTopics,
+  publish,
+  testKafka,
+  uniqueTopicName,
+  waitUntil,
+} from '../helpers/kafka.js';
+import { dumpModel, memoryReadModel, recountedOrderCounts } from '../helpers/read-model.js';
+import { seededLog } from '../helpers/scenario.js';
+import { serviceEnv, spawnService } from '../helpers/service-process.js';
+
+const kills = Number(process.env['CRASH_KILLS'] ?? 4);
+const events = Number(process.env['CRASH_EVENTS'] ?? 30_000);
+
+/** Offsets stored in the model's file: what the service has durably applied. */
+function storedProgress(file: string): number {
+  if (!existsSync(file)) return 0;
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    const row = db.prepare('SELECT coalesce(sum(next_offset), 0) AS applied FROM consumer_offsets').get() as {
+      applied: number;
+    };
+    return row.applied;
+  } catch {
+    return 0; // tables not created yet
+  } finally {
+    db.close();
+  }
+}
+
+describe('crash safety', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'crash-'));
+  afterAll(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`loses and doubles nothing when the service is SIGKILLed ${kills} times mid-ingest`, async () => {
+    const { admin, producer } = await connectedClients(testKafka());
+    const topics = await createContractTopics(admin);
+    const log = seededLog(4242, { orgs: 50, orders: Math.ceil(events / 10), events, garbage: 100 });
+    await publish(producer, topics, log.publications);
+    const totalMessages = log.publications.length;
+
+    const file = join(dir, 'model.sqlite');
+    const env = serviceEnv({
+      topics,
+      databasePath: file,
+      httpPort: await freePort(),
+      groupId: uniqueTopicName('crash'),
+    });
+    const progressAtKill: number[] = [];
+    for (let k = 0; k < kills; k += 1) {
+      const before = storedProgress(file);
+      const service = spawnService(env);
+      // Kill once this run has applied something but before the log is done: a random point mid-ingest.
+      const target = before + 1 + Math.floor((Math.random() * (totalMessages - before - 1)) / 3);
+      await waitUntil(
+        `run ${k + 1} has applied past ${target}`,
+        () => storedProgress(file) >= target,
+        90_000,
+        5,
+      ).catch((error: unknown) => {
+        console.log(service.output.slice(-30).join('\n'));
+        throw error;
+      });
+      service.child.kill('SIGKILL');
+      await service.exited;
+      progressAtKill.push(storedProgress(file));
+    }
+    const final = spawnService(env);
+    await waitUntil('the last run has caught up', () => storedProgress(file) >= totalMessages, 120_000);
+    final.child.kill('SIGTERM');
+    expect(await final.exited).toBe(0);
+
+    const db = new Database(file, { readonly: true });
+    const expected = memoryReadModel();
+    expected.apply(...log.history);
+    const midIngestKills = progressAtKill.filter((p) => p < totalMessages).length;
+    console.log(
+      `[crash] ${totalMessages} messages, ${kills} SIGKILLs (${midIngestKills} before the end of the log) at applied offsets ${progressAtKill.join(', ')}`,
+    );
+    expect(midIngestKills).toBe(kills);
+    expect(dumpModel(db)).toEqual(dumpModel(expected.db));
+    expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
+    expect((db.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n).toBe(
+      log.garbage.length,
+    );
+    db.close();
+  });
+});
