@@ -7,10 +7,11 @@ const positiveInt = z.coerce.number().int().positive();
 
 export const ServiceEnv = z.object({
   KAFKA_BROKERS: z
-    .string({ error: 'KAFKA_BROKERS is required: a comma-separated list of host:port' })
+    .string()
     .min(1)
     .transform((value) => value.split(',').map((broker) => broker.trim()))
-    .pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'each broker must be host:port')).min(1)),
+    .pipe(z.array(z.string().regex(/^[^\s:]+:\d+$/, 'each broker must be host:port')).min(1))
+    .optional(),
   KAFKA_CLIENT_ID: z.string().min(1).default('orders-read-model'),
   /** Unique per replica: every replica consumes every partition into its own file. */
   KAFKA_GROUP_ID: z.string().min(1).optional(),
@@ -19,9 +20,14 @@ export const ServiceEnv = z.object({
   TOPIC_ORDER_STATUS: z.string().min(1).default(defaultTopicNames.orderStatus),
   TOPIC_ARTICLES: z.string().min(1).default(defaultTopicNames.articles),
   TOPIC_API_KEYS: z.string().min(1).default(defaultTopicNames.apiKeys),
-  DATABASE_PATH: z.string().min(1).default('data/read-model.sqlite'),
+  DATA_DIR: z.string().min(1).default('data'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   HTTP_PORT: port.default(8080),
+  ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
+  ADMIN_PORT: port.default(9464),
+  READY_MAX_LAG: z.coerce.number().int().min(0).default(1000),
+  STALL_TIMEOUT_MS: positiveInt.default(30_000),
+  LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -32,7 +32,8 @@ export function eventsJsonSchema(): string {
 
 export async function openApiDocument(): Promise<string> {
   const db = openReadModel(':memory:');
-  const app = await buildApp({ reader: new ReadModelReader(db), logger: pino({ level: 'silent' }) });
+  const reader = new ReadModelReader(db);
+  const app = await buildApp({ readerOf: () => reader, logger: pino({ level: 'silent' }) });
   await app.ready();
   const document = app.swagger();
   await app.close();

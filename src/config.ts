@@ -3,10 +3,13 @@ import { ServiceEnv } from '../schemas/config.js';
 import type { TopicRole } from '../schemas/events.js';
 
 export interface ServiceConfig {
+  /** empty when KAFKA_BROKERS is unset: commands that need Kafka refuse to run then */
   kafka: { brokers: string[]; clientId: string; groupId: string; sessionTimeoutMs: number };
   topics: Record<TopicRole, string>;
-  databasePath: string;
+  dataDir: string;
   http: { host: string; port: number };
+  admin: { host: string; port: number };
+  health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
 }
 
@@ -24,7 +27,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   const e = parsed.data;
   return {
     kafka: {
-      brokers: e.KAFKA_BROKERS,
+      brokers: e.KAFKA_BROKERS ?? [],
       clientId: e.KAFKA_CLIENT_ID,
       groupId: e.KAFKA_GROUP_ID ?? `orders-read-model-${hostname()}`,
       sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
@@ -35,8 +38,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       articles: e.TOPIC_ARTICLES,
       apiKeys: e.TOPIC_API_KEYS,
     },
-    databasePath: e.DATABASE_PATH,
+    dataDir: e.DATA_DIR,
     http: { host: e.HTTP_HOST, port: e.HTTP_PORT },
+    admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT },
+    health: {
+      readyMaxLag: e.READY_MAX_LAG,
+      stallTimeoutMs: e.STALL_TIMEOUT_MS,
+      lagCheckIntervalMs: e.LAG_CHECK_INTERVAL_MS,
+    },
     logLevel: e.LOG_LEVEL,
   };
 }
@@ -44,4 +53,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
 export function roleOfTopic(topics: Record<TopicRole, string>): (topic: string) => TopicRole | undefined {
   const byName = new Map(Object.entries(topics).map(([role, name]) => [name, role as TopicRole]));
   return (topic) => byName.get(topic);
+}
+
+/** The broker list, or a ConfigError saying that this command needs one. */
+export function requireBrokers(config: ServiceConfig): string[] {
+  if (config.kafka.brokers.length === 0) {
+    throw new ConfigError('KAFKA_BROKERS is required for this command: a comma-separated list of host:port');
+  }
+  return config.kafka.brokers;
 }

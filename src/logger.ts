@@ -4,7 +4,8 @@ import { logLevel as kafkaLevel, type logCreator } from 'kafkajs';
 export type { Logger };
 
 /** The root logger. Authorization headers never reach a log line. */
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+/** `destination` is a stream or a file descriptor (2 for stderr); stdout by default. */
+export function createLogger(level: string, destination?: pino.DestinationStream | number): Logger {
   return pino(
     {
       level,
@@ -13,7 +14,7 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[redacted]',
       },
     },
-    destination,
+    typeof destination === 'number' ? pino.destination(destination) : destination,
   );
 }
 

@@ -13,6 +13,7 @@ import {
 } from 'fastify-type-provider-zod';
 import { API_PREFIX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
+import type { ServiceMetrics } from '../metrics.js';
 import type { ReadModelReader } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
 import { ApiError, sendError, statusName } from './errors.js';
@@ -25,8 +26,10 @@ declare module 'fastify' {
 }
 
 export interface AppDeps {
-  reader: ReadModelReader;
+  /** the reader of the live generation, asked on every request (it changes when a rebuild is promoted) */
+  readerOf: () => ReadModelReader;
   logger: Logger;
+  metrics?: ServiceMetrics;
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -79,6 +82,20 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     void reply.header('x-request-id', request.id);
     done(null, payload);
   });
+  const httpDuration = deps.metrics?.httpDuration;
+  if (httpDuration !== undefined) {
+    app.addHook('onResponse', (request, reply, done) => {
+      httpDuration.observe(
+        {
+          method: request.method,
+          route: request.routeOptions.url ?? 'unmatched',
+          status_code: String(reply.statusCode),
+        },
+        reply.elapsedTime / 1000,
+      );
+      done();
+    });
+  }
 
   app.setErrorHandler((error: FastifyError | ApiError, request, reply) => {
     if (error instanceof ApiError) return sendError(reply, error);
@@ -113,7 +130,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       await api.register(async (secured) => {
         secured.addHook('onRequest', (request, reply, done) => {
           const outcome = authenticate(request.headers.authorization, (hash) =>
-            deps.reader.orgOfKeyHash(hash),
+            deps.readerOf().orgOfKeyHash(hash),
           );
           if (outcome instanceof ApiError) {
             void sendError(reply, outcome);
@@ -122,7 +139,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
           request.orgId = outcome.orgId;
           done();
         });
-        await secured.register(ordersRoutes(deps.reader));
+        await secured.register(ordersRoutes(deps.readerOf));
       });
     },
     { prefix: API_PREFIX },

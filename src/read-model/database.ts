@@ -20,14 +20,17 @@ export class ProjectionVersionMismatch extends Error {
  * Opens (creating if needed) a read-model file: WAL so readers never wait for
  * the writer, the numbered migrations, and the projection version check.
  */
-export function openReadModel(file: string, options: { readonly?: boolean } = {}): ReadModelDatabase {
+export function openReadModel(
+  file: string,
+  options: { readonly?: boolean; anyProjectionVersion?: boolean } = {},
+): ReadModelDatabase {
   const db = new Database(file, {
     readonly: options.readonly === true,
     fileMustExist: options.readonly === true,
   });
   db.pragma('busy_timeout = 5000');
   if (options.readonly === true) {
-    assertProjectionVersion(db, file);
+    if (options.anyProjectionVersion !== true) assertProjectionVersion(db, file);
     return db;
   }
   db.pragma('journal_mode = WAL');
@@ -53,6 +56,13 @@ function migrate(db: ReadModelDatabase): void {
       db.pragma(`user_version = ${migration.version}`);
     })();
   }
+}
+
+/** Leaves WAL mode so the file stands alone (no -wal/-shm) and can be renamed safely once closed. */
+export function closeAsStandaloneFile(db: ReadModelDatabase): void {
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.pragma('journal_mode = DELETE');
+  db.close();
 }
 
 export function projectionVersionOf(db: ReadModelDatabase): number {

@@ -35,6 +35,8 @@ export interface BatchOutcome {
   deadLettersByReason: Partial<Record<DeadLetterReason, number>>;
   /** the partition's next offset after this batch, or null if the batch was empty */
   nextOffset: number | null;
+  /** time spent in the transaction */
+  durationMs: number;
 }
 
 const maxDetailLength = 500;
@@ -89,7 +91,9 @@ export class ReadModelWriter {
       appliedByType: {},
       deadLettersByReason: {},
       nextOffset: null,
+      durationMs: 0,
     };
+    const started = performance.now();
     const stored = this.storedOffset(topic, partition) ?? 0;
     const recordedAt = this.now().toISOString();
     let next = stored;
@@ -130,6 +134,7 @@ export class ReadModelWriter {
       this.offsets.set(offsetKey(topic, partition), next);
       outcome.nextOffset = next;
     }
+    outcome.durationMs = performance.now() - started;
     return outcome;
   }
 

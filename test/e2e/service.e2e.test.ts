@@ -37,7 +37,7 @@ describe('the service as a process (npm start)', () => {
     const service = spawnService(
       serviceEnv({
         topics,
-        databasePath: join(dir, 'model.sqlite'),
+        dataDir: join(dir, 'data'),
         httpPort: port,
         groupId: uniqueTopicName('e2e'),
       }),

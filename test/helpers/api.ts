@@ -41,8 +41,9 @@ export async function startTestApi(
 ): Promise<TestApi> {
   const model = memoryReadModel();
   model.apply(...events);
+  const reader = new ReadModelReader(model.db);
   const app = await buildApp({
-    reader: new ReadModelReader(model.db),
+    readerOf: () => reader,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });

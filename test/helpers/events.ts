@@ -4,13 +4,11 @@ import type {
   ApiKeyRevoked,
   ArticlePublished,
   ArticleRemoved,
-  DomainEvent,
   OrderCreated,
   OrderDeleted,
   OrderStatusChanged,
   OrderUpdated,
 } from '../../schemas/events.js';
-import type { TopicRole } from '../../schemas/events.js';
 
 let sequence = 0;
 function nextEventId(): string {
@@ -99,26 +97,5 @@ export function apiKeyRevoked(keyId: string, m: Meta = {}): ApiKeyRevoked {
   return { ...meta(m, 1), type: 'api_key.revoked', data: { key_id: keyId } };
 }
 
-export function roleOf(event: DomainEvent): TopicRole {
-  switch (event.type) {
-    case 'order.created':
-    case 'order.updated':
-    case 'order.deleted':
-      return 'orders';
-    case 'order.status_changed':
-      return 'orderStatus';
-    case 'article.published':
-    case 'article.removed':
-      return 'articles';
-    case 'api_key.issued':
-    case 'api_key.revoked':
-      return 'apiKeys';
-  }
-}
-
-/** The Kafka key EVENTS.md prescribes: the order id, or the key id. */
-export function keyOf(event: DomainEvent): string {
-  return event.type.startsWith('api_key.')
-    ? (event.data as { key_id: string }).key_id
-    : String((event.data as { order_id: number }).order_id);
-}
+/** The topic role and Kafka key of an event, as the service's publisher computes them. */
+export { topicRoleOf as roleOf, messageKeyOf as keyOf } from '../../src/consumer/publish.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, type Admin, type Message, type Producer } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type Admin, type Message, type Producer } from 'kafkajs';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { keyOf, roleOf } from './events.js';
 import { afterAll, inject } from 'vitest';
@@ -30,7 +30,10 @@ export async function createTestTopics(
 /** An admin and a producer connected for the file, disconnected after it. */
 export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; producer: Producer }> {
   const admin = kafka.admin();
-  const producer = kafka.producer({ allowAutoTopicCreation: false });
+  const producer = kafka.producer({
+    allowAutoTopicCreation: false,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
   await Promise.all([admin.connect(), producer.connect()]);
   afterAll(async () => {
     await Promise.all([admin.disconnect(), producer.disconnect()]);

@@ -16,8 +16,9 @@ export interface ServiceProcess {
 
 export function serviceEnv(options: {
   topics: Record<TopicRole, string>;
-  databasePath: string;
+  dataDir: string;
   httpPort: number;
+  adminPort?: number;
   groupId: string;
 }): NodeJS.ProcessEnv {
   return {
@@ -30,9 +31,11 @@ export function serviceEnv(options: {
     TOPIC_ORDER_STATUS: options.topics.orderStatus,
     TOPIC_ARTICLES: options.topics.articles,
     TOPIC_API_KEYS: options.topics.apiKeys,
-    DATABASE_PATH: options.databasePath,
+    DATA_DIR: options.dataDir,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(options.httpPort),
+    ADMIN_HOST: '127.0.0.1',
+    ADMIN_PORT: String(options.adminPort ?? 0),
     LOG_LEVEL: 'info',
   };
 }
@@ -43,7 +46,7 @@ afterAll(() => {
 });
 
 export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts')], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), 'serve'], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -253,7 +253,7 @@ describe('DESIGN decisions', () => {
     const db = openReadModel(':memory:');
     const reader = new ReadModelReader(db);
     const app = await buildApp({
-      reader,
+      readerOf: () => reader,
       logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
     });
     db.close();

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/local-kafka.js';
+import { ModelFiles } from '../../src/read-model/files.js';
 import {
   connectedClients,
   createContractTopics,
@@ -25,8 +26,9 @@ const kills = Number(process.env['CRASH_KILLS'] ?? 4);
 const events = Number(process.env['CRASH_EVENTS'] ?? 30_000);
 
 /** Offsets stored in the model's file: what the service has durably applied. */
-function storedProgress(file: string): number {
-  if (!existsSync(file)) return 0;
+function storedProgress(dataDir: string): number {
+  const file = new ModelFiles(dataDir).currentFile();
+  if (file === null || !existsSync(file)) return 0;
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const row = db.prepare('SELECT coalesce(sum(next_offset), 0) AS applied FROM consumer_offsets').get() as {
@@ -53,22 +55,22 @@ describe('crash safety', () => {
     await publish(producer, topics, log.publications);
     const totalMessages = log.publications.length;
 
-    const file = join(dir, 'model.sqlite');
+    const dataDir = join(dir, 'data');
     const env = serviceEnv({
       topics,
-      databasePath: file,
+      dataDir,
       httpPort: await freePort(),
       groupId: uniqueTopicName('crash'),
     });
     const progressAtKill: number[] = [];
     for (let k = 0; k < kills; k += 1) {
-      const before = storedProgress(file);
+      const before = storedProgress(dataDir);
       const service = spawnService(env);
       // Kill once this run has applied something but before the log is done: a random point mid-ingest.
       const target = before + 1 + Math.floor((Math.random() * (totalMessages - before - 1)) / 3);
       await waitUntil(
         `run ${k + 1} has applied past ${target}`,
-        () => storedProgress(file) >= target,
+        () => storedProgress(dataDir) >= target,
         90_000,
         5,
       ).catch((error: unknown) => {
@@ -77,14 +79,14 @@ describe('crash safety', () => {
       });
       service.child.kill('SIGKILL');
       await service.exited;
-      progressAtKill.push(storedProgress(file));
+      progressAtKill.push(storedProgress(dataDir));
     }
     const final = spawnService(env);
-    await waitUntil('the last run has caught up', () => storedProgress(file) >= totalMessages, 120_000);
+    await waitUntil('the last run has caught up', () => storedProgress(dataDir) >= totalMessages, 120_000);
     final.child.kill('SIGTERM');
     expect(await final.exited).toBe(0);
 
-    const db = new Database(file, { readonly: true });
+    const db = new Database(new ModelFiles(dataDir).currentFile()!, { readonly: true });
     const expected = memoryReadModel();
     expected.apply(...log.history);
     const midIngestKills = progressAtKill.filter((p) => p < totalMessages).length;

@@ -19,7 +19,7 @@ const errorResponses = {
   429: ErrorBody.describe('Too many requests'),
 };
 
-export function ordersRoutes(reader: ReadModelReader): FastifyPluginAsyncZod {
+export function ordersRoutes(readerOf: () => ReadModelReader): FastifyPluginAsyncZod {
   return (app) => {
     app.get(
       '/orders',
@@ -40,7 +40,7 @@ export function ordersRoutes(reader: ReadModelReader): FastifyPluginAsyncZod {
         const { status } = request.query;
         const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
         const offset = Math.max(0, request.query.offset ?? 0);
-        const page = reader.orderPage({
+        const page = readerOf().orderPage({
           orgId: request.orgId,
           status: status === 'all' ? null : status,
           limit,
@@ -69,7 +69,7 @@ export function ordersRoutes(reader: ReadModelReader): FastifyPluginAsyncZod {
         const { id } = request.params;
         const orderId = /^\d{1,16}$/.test(id) ? Number(id) : NaN;
         if (!Number.isSafeInteger(orderId) || orderId < 1) throw notFoundOrder();
-        const found = reader.articlesOfOrder(request.orgId, orderId);
+        const found = readerOf().articlesOfOrder(request.orgId, orderId);
         if (found === null) throw notFoundOrder();
         return { order_id: orderId, press_release_title: found.title, data: found.articles };
       },

@@ -1,0 +1,248 @@
+/** The CLI's subcommands. Each receives what it needs; main.ts builds it. */
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { Kafka, Partitioners, type Admin } from 'kafkajs';
+import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { requireBrokers, type ServiceConfig } from '../config.js';
+import { modelLag } from '../consumer/lag.js';
+import { EventPublisher } from '../consumer/publish.js';
+import { rebuildModel } from '../consumer/rebuild.js';
+import { generateDemoData } from '../demo/data.js';
+import { sha256Hex } from '../http/auth.js';
+import { kafkaLogCreator, type Logger } from '../logger.js';
+import { projectionVersionOf } from '../read-model/database.js';
+import { ModelFiles } from '../read-model/files.js';
+import { progressReporter } from './progress.js';
+
+export interface CommandContext {
+  config: ServiceConfig;
+  logger: Logger;
+  /** what the command prints for the operator (stdout) */
+  print: (line: string) => void;
+}
+
+function kafkaOf({ config, logger }: CommandContext): Kafka {
+  return new Kafka({
+    clientId: config.kafka.clientId,
+    brokers: requireBrokers(config),
+    logCreator: kafkaLogCreator(logger),
+  });
+}
+
+async function withAdmin<T>(kafka: Kafka, work: (admin: Admin) => Promise<T>): Promise<T> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return await work(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function withPublisher(
+  ctx: CommandContext,
+  work: (publisher: EventPublisher) => Promise<void>,
+): Promise<number> {
+  const producer = kafkaOf(ctx).producer({
+    allowAutoTopicCreation: false,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    createPartitioner: Partitioners.DefaultPartitioner,
+  });
+  await producer.connect();
+  try {
+    const publisher = new EventPublisher(producer, ctx.config.topics);
+    await work(publisher);
+    await publisher.flush();
+    return publisher.published;
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+export async function createTopics(ctx: CommandContext, partitions: number): Promise<void> {
+  const created = await withAdmin(kafkaOf(ctx), async (admin) => {
+    const existing = new Set(await admin.listTopics());
+    const missing = Object.values(ctx.config.topics).filter((t) => !existing.has(t));
+    if (missing.length > 0) {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
+      });
+    }
+    return missing;
+  });
+  ctx.print(
+    created.length === 0
+      ? 'All topics exist.'
+      : `Created ${created.join(', ')} with ${partitions} partitions.`,
+  );
+}
+
+export async function issueKey(ctx: CommandContext, organizationId: number, keyId?: string): Promise<void> {
+  const rawKey = `ork_${randomBytes(24).toString('base64url')}`;
+  const id = keyId ?? `key_${randomBytes(8).toString('hex')}`;
+  await withPublisher(ctx, (publisher) =>
+    publisher.add({
+      event_id: `cli-${randomBytes(12).toString('hex')}`,
+      type: 'api_key.issued',
+      occurred_at: new Date().toISOString(),
+      data: { key_id: id, organization_id: organizationId, key_sha256: sha256Hex(rawKey) },
+    }),
+  );
+  ctx.print(`Issued key ${id} for organization ${organizationId}. The key is shown only this once:`);
+  ctx.print(rawKey);
+}
+
+export async function revokeKey(ctx: CommandContext, keyId: string): Promise<void> {
+  await withPublisher(ctx, (publisher) =>
+    publisher.add({
+      event_id: `cli-${randomBytes(12).toString('hex')}`,
+      type: 'api_key.revoked',
+      occurred_at: new Date().toISOString(),
+      data: { key_id: keyId },
+    }),
+  );
+  ctx.print(`Revoked key ${keyId}; every replica refuses it once it has applied the event.`);
+}
+
+export async function publishDemoData(
+  ctx: CommandContext,
+  options: { seed: number; organizations: number; orders: number },
+): Promise<void> {
+  const progress = progressReporter('demo-data', ctx.logger);
+  let total = 0;
+  const published = await withPublisher(ctx, async (publisher) => {
+    const pending: Promise<void>[] = [];
+    const result = generateDemoData({ ...options, articlesPerOrder: 5 }, (event) => {
+      pending.push(publisher.add(event));
+    });
+    total = result.events;
+    for (const p of pending) {
+      await p;
+      progress.update(publisher.published, total);
+    }
+  });
+  progress.stop();
+  ctx.print(
+    `Published ${published} events for ${options.orders} orders across up to ${options.organizations} organizations (seed ${options.seed}). Organization 1 has the most orders.`,
+  );
+}
+
+function openLive(ctx: CommandContext): { file: string; db: Database.Database } {
+  const file = new ModelFiles(ctx.config.dataDir).currentFile();
+  if (file === null || !existsSync(file)) {
+    throw new Error(`No read model in ${ctx.config.dataDir} yet: start the service or run a rebuild first.`);
+  }
+  return { file, db: new Database(file, { readonly: true, fileMustExist: true }) };
+}
+
+export function deadLetters(
+  ctx: CommandContext,
+  mode: 'list' | 'count',
+  options: { limit: number; reason?: string },
+): void {
+  const { db } = openLive(ctx);
+  try {
+    if (mode === 'count') {
+      const rows = db
+        .prepare('SELECT reason, count(*) AS n FROM dead_letters GROUP BY reason ORDER BY n DESC')
+        .all() as {
+        reason: string;
+        n: number;
+      }[];
+      const total = rows.reduce((sum, r) => sum + r.n, 0);
+      ctx.print(JSON.stringify({ total, byReason: Object.fromEntries(rows.map((r) => [r.reason, r.n])) }));
+      return;
+    }
+    const rows = db
+      .prepare(
+        `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
+                substr(CAST(raw_value AS TEXT), 1, 200) AS value_preview
+         FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
+      )
+      .all({ reason: options.reason ?? null, limit: options.limit });
+    for (const row of rows) ctx.print(JSON.stringify(row));
+  } finally {
+    db.close();
+  }
+}
+
+export async function status(ctx: CommandContext): Promise<void> {
+  const { file, db } = openLive(ctx);
+  try {
+    const count = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
+    const offsets = db
+      .prepare('SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition')
+      .all() as {
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }[];
+    const report: Record<string, unknown> = {
+      file,
+      projectionVersion: projectionVersionOf(db),
+      codeProjectionVersion: PROJECTION_VERSION,
+      listedOrders: count('SELECT coalesce(sum(orders), 0) AS n FROM org_order_counts'),
+      organizations: count('SELECT count(DISTINCT org_id) AS n FROM org_order_counts'),
+      articles: count('SELECT count(*) AS n FROM articles WHERE removed = 0'),
+      activeKeys: count('SELECT count(*) AS n FROM api_keys WHERE revoked = 0'),
+      deadLetters: count('SELECT count(*) AS n FROM dead_letters'),
+      abandonedBuilds: new ModelFiles(ctx.config.dataDir).abandonedBuilds(),
+    };
+    if (ctx.config.kafka.brokers.length > 0) {
+      const stored = new Map(offsets.map((o) => [`${o.topic}/${o.partition}`, o.next_offset]));
+      const partitions = await withAdmin(kafkaOf(ctx), (admin) =>
+        modelLag(admin, Object.values(ctx.config.topics), (t, p) => stored.get(`${t}/${p}`)),
+      );
+      report['totalLag'] = partitions.reduce((sum, p) => sum + p.lag, 0);
+      report['partitions'] = partitions;
+    } else {
+      report['offsets'] = offsets;
+      report['lag'] = 'unknown: set KAFKA_BROKERS to compare with the broker';
+    }
+    ctx.print(JSON.stringify(report, null, 2));
+  } finally {
+    db.close();
+  }
+}
+
+export async function rebuild(ctx: CommandContext, options: { promote: boolean }): Promise<void> {
+  const files = new ModelFiles(ctx.config.dataDir);
+  for (const abandoned of files.abandonedBuilds()) {
+    files.removeBuild(abandoned);
+    ctx.print(`Removed the abandoned build ${abandoned}.`);
+  }
+  const progress = progressReporter('rebuild', ctx.logger);
+  const interrupted = new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+  try {
+    const result = await rebuildModel({
+      kafka: kafkaOf(ctx),
+      topics: ctx.config.topics,
+      files,
+      groupId: ctx.config.kafka.groupId,
+      sessionTimeoutMs: ctx.config.kafka.sessionTimeoutMs,
+      logger: ctx.logger,
+      onProgress: (p) => progress.update(p.done, p.total, { deadLetters: p.deadLetters }),
+      abort: interrupted,
+    });
+    progress.update(result.done, result.total, { deadLetters: result.deadLetters });
+    progress.stop();
+    const seconds = result.durationMs / 1000;
+    ctx.print(
+      `Rebuilt ${result.done} messages in ${seconds.toFixed(1)} s (${Math.round(result.done / Math.max(seconds, 0.001))} events/s) into ${result.file}; ${result.deadLetters} dead letters met on the way.`,
+    );
+    if (options.promote) {
+      files.promote(result.file);
+      ctx.print('Promoted it: a running service switches to it within a second; the next start uses it.');
+    } else {
+      ctx.print('Not promoted (--no-promote).');
+    }
+  } finally {
+    progress.stop();
+  }
+}
