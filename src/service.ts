@@ -3,7 +3,7 @@
  * public API, the admin listener, and the background work that keeps them
  * honest (lag checks, stall watchdog, generation swaps, version rebuilds).
  */
-import { Kafka, type Admin } from 'kafkajs';
+import { Kafka, type Admin, type Consumer } from 'kafkajs';
 import type { FastifyInstance } from 'fastify';
 import { PROJECTION_VERSION } from '../projections/orders/migrations.js';
 import { requireBrokers, roleOfTopic, type ServiceConfig } from './config.js';
@@ -23,6 +23,8 @@ export interface RunningService {
   app: FastifyInstance;
   admin: FastifyInstance;
   health: () => HealthReport;
+  /** the live consumer, for diagnostics; null while none runs */
+  consumer: () => Consumer | null;
   /** Stops accepting requests, finishes in-flight ones, stops the consumer, closes the database. */
   close(): Promise<void>;
 }
@@ -269,6 +271,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     app,
     admin,
     health,
+    consumer: () => live.projector?.consumer ?? null,
     close: async () => {
       clearInterval(lagTimer);
       clearInterval(pointerTimer);

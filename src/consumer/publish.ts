@@ -23,9 +23,9 @@ export function messageKeyOf(event: DomainEvent): string {
   return 'key_id' in event.data ? event.data.key_id : String(event.data.order_id);
 }
 
-/** Buffers events and sends them in batches; `flush` sends the rest. */
+/** Buffers messages and sends them in batches, in order per topic; `flush` sends the rest. */
 export class EventPublisher {
-  private pending: DomainEvent[] = [];
+  private pending: { role: TopicRole; key: string; value: Buffer | string }[] = [];
   published = 0;
 
   constructor(
@@ -34,18 +34,23 @@ export class EventPublisher {
     private readonly batchSize = 5000,
   ) {}
 
-  async add(event: DomainEvent): Promise<void> {
-    this.pending.push(event);
+  add(event: DomainEvent): Promise<void> {
+    return this.addMessage(topicRoleOf(event), messageKeyOf(event), JSON.stringify(event));
+  }
+
+  /** Any value, valid or not, on the topic of `role`. */
+  async addMessage(role: TopicRole, key: string, value: Buffer | string): Promise<void> {
+    this.pending.push({ role, key, value });
     if (this.pending.length >= this.batchSize) await this.flush();
   }
 
   async flush(): Promise<void> {
     if (this.pending.length === 0) return;
-    const byTopic = new Map<string, { key: string; value: string }[]>();
-    for (const event of this.pending) {
-      const topic = this.topics[topicRoleOf(event)];
+    const byTopic = new Map<string, { key: string; value: Buffer | string }[]>();
+    for (const { role, key, value } of this.pending) {
+      const topic = this.topics[role];
       const list = byTopic.get(topic) ?? [];
-      list.push({ key: messageKeyOf(event), value: JSON.stringify(event) });
+      list.push({ key, value });
       byTopic.set(topic, list);
     }
     const count = this.pending.length;

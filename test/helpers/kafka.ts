@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Kafka, logLevel, Partitioners, type Admin, type Message, type Producer } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
-import { keyOf, roleOf } from './events.js';
+import { EventPublisher } from '../../src/consumer/publish.js';
 import { afterAll, inject } from 'vitest';
 
 export function testKafka(clientId = 'test'): Kafka {
@@ -62,21 +62,11 @@ export async function publish(
   topics: Record<TopicRole, string>,
   publications: readonly Publication[],
 ): Promise<void> {
-  const byTopic = new Map<string, Message[]>();
+  const publisher = new EventPublisher(producer, topics);
   for (const item of publications) {
-    const role = 'raw' in item ? item.role : roleOf(item);
-    const message: Message =
-      'raw' in item
-        ? { key: item.key, value: item.raw }
-        : { key: keyOf(item), value: Buffer.from(JSON.stringify(item)) };
-    const list = byTopic.get(topics[role]) ?? [];
-    list.push(message);
-    byTopic.set(topics[role], list);
+    await ('raw' in item ? publisher.addMessage(item.role, item.key, item.raw) : publisher.add(item));
   }
-  await producer.sendBatch({
-    acks: -1,
-    topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-  });
+  await publisher.flush();
 }
 
 /** Polls until `check` returns true, failing with `what` after the timeout. */
