@@ -57,9 +57,12 @@ const commands: Record<string, Command> = {
     usage: 'keys issue --org N [--key-id ID]',
     summary: 'generate an API key for an organization, publish api_key.issued, print the key once',
     options: { org: { type: 'string' }, 'key-id': { type: 'string' } },
-    run: (ctx, values) => {
+    run: async (ctx, values) => {
       const keyId = values['key-id'];
-      return issueKey(ctx, positiveInt('org', values['org']), typeof keyId === 'string' ? keyId : undefined);
+      const org = positiveInt('org', values['org']);
+      const issued = await issueKey(ctx, org, typeof keyId === 'string' ? keyId : undefined);
+      ctx.print(`Issued key ${issued.keyId} for organization ${org}. The key is shown only this once:`);
+      ctx.print(issued.rawKey);
     },
   },
   'keys revoke': {

@@ -80,7 +80,12 @@ export async function createTopics(ctx: CommandContext, partitions: number): Pro
   );
 }
 
-export async function issueKey(ctx: CommandContext, organizationId: number, keyId?: string): Promise<void> {
+/** Generates a key, publishes its SHA-256 as api_key.issued, and returns the raw key (never stored). */
+export async function issueKey(
+  ctx: CommandContext,
+  organizationId: number,
+  keyId?: string,
+): Promise<{ keyId: string; rawKey: string }> {
   const rawKey = `ork_${randomBytes(24).toString('base64url')}`;
   const id = keyId ?? `key_${randomBytes(8).toString('hex')}`;
   await withPublisher(ctx, (publisher) =>
@@ -91,8 +96,7 @@ export async function issueKey(ctx: CommandContext, organizationId: number, keyI
       data: { key_id: id, organization_id: organizationId, key_sha256: sha256Hex(rawKey) },
     }),
   );
-  ctx.print(`Issued key ${id} for organization ${organizationId}. The key is shown only this once:`);
-  ctx.print(rawKey);
+  return { keyId: id, rawKey };
 }
 
 export async function revokeKey(ctx: CommandContext, keyId: string): Promise<void> {
