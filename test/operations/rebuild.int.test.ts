@@ -40,9 +40,9 @@ describe('rebuild by replay', () => {
 
     const statuses = new Map<number, number>();
     const sources: ('old' | 'new')[] = [];
-    let running = true;
-    const load = (async () => {
-      while (running) {
+    const load = { running: true };
+    const requests = (async () => {
+      while (load.running) {
         const response = await fetch(fixture.apiUrl(service, '/orders?limit=5'), { headers: auth });
         statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
         const body = (await response.json()) as { data?: { press_release_title: string }[] };
@@ -56,8 +56,8 @@ describe('rebuild by replay', () => {
     expect(await rebuild.exited, rebuild.output()).toBe(0);
     await waitUntil('answers come from the rebuilt file', () => sources.at(-1) === 'new', 30_000);
     await new Promise((resolve) => setTimeout(resolve, 500));
-    running = false;
-    await load;
+    load.running = false;
+    await requests;
 
     const firstNew = sources.indexOf('new');
     console.log(
