@@ -28,6 +28,9 @@ export const ServiceEnv = z.object({
   READY_MAX_LAG: z.coerce.number().int().min(0).default(1000),
   STALL_TIMEOUT_MS: positiveInt.default(30_000),
   LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
+  /** requests per API key per window; 0 turns the limit off */
+  RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(0),
+  RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -10,6 +10,7 @@ export interface ServiceConfig {
   http: { host: string; port: number };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number };
+  rateLimit: { max: number; windowMs: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
 }
 
@@ -46,6 +47,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       stallTimeoutMs: e.STALL_TIMEOUT_MS,
       lagCheckIntervalMs: e.LAG_CHECK_INTERVAL_MS,
     },
+    rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -134,7 +134,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     );
   }
 
-  const app = await buildApp({ readerOf: () => live.reader, logger, metrics });
+  const app = await buildApp({ readerOf: () => live.reader, logger, metrics, rateLimit: config.rateLimit });
   const health = (): HealthReport => {
     const reasons: string[] = [];
     const partitions = lastLag?.partitions ?? [];

@@ -3,6 +3,7 @@
  * does not listen; `server.ts` does, and tests inject or listen themselves.
  */
 import { randomUUID } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import {
@@ -16,12 +17,14 @@ import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { ReadModelReader } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
-import { ApiError, sendError, statusName } from './errors.js';
+import { ApiError, notFoundOrder, sendError, statusName } from './errors.js';
 import { ordersRoutes } from './routes/orders.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     orgId: number;
+    /** SHA-256 of the caller's key: what rate limits are counted by (the raw key goes no further than auth) */
+    keySha256: string;
   }
 }
 
@@ -30,6 +33,8 @@ export interface AppDeps {
   readerOf: () => ReadModelReader;
   logger: Logger;
   metrics?: ServiceMetrics;
+  /** per-key request limit; absent or max 0: no limit */
+  rateLimit?: { max: number; windowMs: number };
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -37,6 +42,11 @@ export const httpLimits = {
   maxParamLength: 200,
   bodyLimit: 1024,
 } as const;
+
+const clientErrorMessages: Record<number, string> = {
+  431: 'Request headers (including the URL) exceed 16 KiB.',
+  400: 'The request could not be parsed as HTTP.',
+};
 
 const queryParamErrors: Record<string, ApiError> = {
   status: new ApiError(
@@ -57,6 +67,33 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     },
     routerOptions: { maxParamLength: httpLimits.maxParamLength },
     bodyLimit: httpLimits.bodyLimit,
+    // Errors raised before routing still answer with the Error object.
+    frameworkErrors: (error, _request, reply) => {
+      // The only path parameter is an order id, and one this long is no order of the caller's.
+      const statusCode = error.statusCode ?? 400;
+      void sendError(
+        reply,
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? notFoundOrder()
+          : new ApiError(statusCode, statusName(statusCode), error.message),
+      );
+    },
+    clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
+      // Node rejects oversized headers (and with them oversized URLs) before Fastify sees the request.
+      const statusCode = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      const body = JSON.stringify({
+        error: statusName(statusCode),
+        message: clientErrorMessages[statusCode],
+      });
+      if (socket.writable) {
+        socket.end(
+          `HTTP/1.1 ${statusCode} ${statusName(statusCode)}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      } else {
+        socket.destroy(error);
+      }
+    },
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
@@ -137,8 +174,24 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
             return;
           }
           request.orgId = outcome.orgId;
+          request.keySha256 = outcome.keySha256;
           done();
         });
+        const limit = deps.rateLimit;
+        if (limit !== undefined && limit.max > 0) {
+          await secured.register(rateLimit, {
+            hook: 'preHandler',
+            max: limit.max,
+            timeWindow: limit.windowMs,
+            keyGenerator: (request) => request.keySha256,
+            errorResponseBuilder: (_request, context) =>
+              new ApiError(
+                429,
+                'Too Many Requests',
+                `At most ${context.max} requests per ${context.after} for one API key; retry after the time in Retry-After.`,
+              ),
+          });
+        }
         await secured.register(ordersRoutes(deps.readerOf));
       });
     },

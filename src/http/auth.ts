@@ -14,7 +14,7 @@ export function sha256Hex(value: string): string {
 export function authenticate(
   header: string | string[] | undefined,
   orgOfKeyHash: (keySha256: string) => number | null,
-): { orgId: number } | ApiError {
+): { orgId: number; keySha256: string } | ApiError {
   if (header === undefined || header === '') {
     return unauthorized('Missing Authorization header; send `Authorization: Bearer <API_KEY>`.');
   }
@@ -24,7 +24,8 @@ export function authenticate(
   if (key === undefined || key.length > maxKeyLength) {
     return unauthorized('Malformed Authorization header; expected `Bearer <API_KEY>`.');
   }
-  const orgId = orgOfKeyHash(sha256Hex(key));
+  const keySha256 = sha256Hex(key);
+  const orgId = orgOfKeyHash(keySha256);
   if (orgId === null) return unauthorized('The API key is unknown or has been revoked.');
-  return { orgId };
+  return { orgId, keySha256 };
 }
