@@ -25,13 +25,16 @@ export function messageKeyOf(event: DomainEvent): string {
 
 /** Buffers messages and sends them in batches, in order per topic; `flush` sends the rest. */
 export class EventPublisher {
-  private pending: { role: TopicRole; key: string; value: Buffer | string }[] = [];
+  private pending: { role: TopicRole; key: string; value: Buffer | string | null }[] = [];
+  private pendingBytes = 0;
   published = 0;
 
   constructor(
     private readonly producer: Producer,
     private readonly topics: Record<TopicRole, string>,
     private readonly batchSize = 5000,
+    /** stays well under the broker's default 1 MiB limit for one request's record batch */
+    private readonly batchBytes = 256 * 1024,
   ) {}
 
   add(event: DomainEvent): Promise<void> {
@@ -39,14 +42,15 @@ export class EventPublisher {
   }
 
   /** Any value, valid or not, on the topic of `role`. */
-  async addMessage(role: TopicRole, key: string, value: Buffer | string): Promise<void> {
+  async addMessage(role: TopicRole, key: string, value: Buffer | string | null): Promise<void> {
     this.pending.push({ role, key, value });
-    if (this.pending.length >= this.batchSize) await this.flush();
+    this.pendingBytes += key.length + (value?.length ?? 0);
+    if (this.pending.length >= this.batchSize || this.pendingBytes >= this.batchBytes) await this.flush();
   }
 
   async flush(): Promise<void> {
     if (this.pending.length === 0) return;
-    const byTopic = new Map<string, { key: string; value: Buffer | string }[]>();
+    const byTopic = new Map<string, { key: string; value: Buffer | string | null }[]>();
     for (const { role, key, value } of this.pending) {
       const topic = this.topics[role];
       const list = byTopic.get(topic) ?? [];
@@ -55,6 +59,7 @@ export class EventPublisher {
     }
     const count = this.pending.length;
     this.pending = [];
+    this.pendingBytes = 0;
     await this.producer.sendBatch({
       acks: -1,
       topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),

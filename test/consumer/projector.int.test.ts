@@ -61,13 +61,13 @@ describe('projector through the real broker', () => {
     expected.apply(...history);
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
     expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
-    const letters = db.prepare('SELECT raw_value FROM dead_letters ORDER BY raw_value').all() as {
-      raw_value: Buffer;
+    const letters = db.prepare('SELECT raw_value, reason FROM dead_letters').all() as {
+      raw_value: Buffer | null;
+      reason: string;
     }[];
-    expect(letters.map((l) => l.raw_value.toString('hex'))).toEqual(
-      garbage
-        .map((g) => g.toString('hex'))
-        .sort((a, b) => Buffer.compare(Buffer.from(a, 'hex'), Buffer.from(b, 'hex'))),
+    const key = (raw: Buffer | null, reason: string): string => `${raw?.toString('hex') ?? 'null'}/${reason}`;
+    expect(letters.map((l) => key(l.raw_value, l.reason)).sort()).toEqual(
+      garbage.map((g) => key(g.raw, g.reason)).sort(),
     );
     db.close();
   });

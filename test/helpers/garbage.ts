@@ -1,40 +1,55 @@
-import type { TopicRole } from '../../schemas/events.js';
+import { topicRoles, type TopicRole } from '../../schemas/events.js';
 import { at } from './events.js';
 
-/** Messages that must each become exactly one dead letter, one of every kind. */
-export function garbageMessages(count: number): { role: TopicRole; key: string; raw: Buffer }[] {
+const envelope = (i: number, type: string, data: unknown): Buffer =>
+  Buffer.from(JSON.stringify({ event_id: `garbage-${i}`, type, occurred_at: at(0), data }));
+
+/** Malformed messages, one kind after another; each must become exactly one dead letter. */
+const kinds: { reason: string; make: (i: number) => Buffer | null; type?: string }[] = [
+  { reason: 'invalid_utf8', make: (i) => Buffer.from([0xc3, 0x28, 0xa0, 0xa1, i % 256]) },
+  { reason: 'invalid_json', make: (i) => Buffer.from(`{"event_id": "broken-${i}"`) },
+  {
+    reason: 'invalid_envelope',
+    make: (i) => Buffer.from(JSON.stringify({ event_id: `no-type-${i}`, occurred_at: at(0), data: {} })),
+  },
+  { reason: 'unknown_type', make: (i) => envelope(i, 'order.archived', {}) },
+  {
+    reason: 'invalid_payload',
+    type: 'order.status_changed',
+    make: (i) => envelope(i, 'order.status_changed', { order_id: 'x', status: 7 }),
+  },
+  {
+    reason: 'invalid_payload',
+    type: 'order.created',
+    make: (i) => envelope(i, 'order.created', { order_id: 1 }),
+  },
+  {
+    reason: 'invalid_payload',
+    type: 'order.created',
+    make: (i) =>
+      envelope(i, 'order.created', {
+        order_id: 1,
+        organization_id: 1,
+        member_id: 1,
+        press_release_title: 'x'.repeat(50_000),
+        status: 'finished',
+        distribution_date: null,
+        created_at: at(0),
+      }),
+  },
+  { reason: 'invalid_envelope', make: (i) => Buffer.from(`[${i}]`) },
+  { reason: 'empty_value', make: () => null },
+];
+
+/** Kinds are spread over the four topics; `reason` is what the dead letter must say (wrong_topic aside). */
+export function garbageMessages(
+  count: number,
+): { role: TopicRole; key: string; raw: Buffer | null; reason: string }[] {
   const roles: TopicRole[] = ['orders', 'orderStatus', 'articles', 'apiKeys'];
-  const kinds: ((i: number) => Buffer)[] = [
-    (i) => Buffer.from([0xc3, 0x28, 0xa0, 0xa1, i % 256]),
-    (i) => Buffer.from(`{"event_id": "broken-${i}"`),
-    (i) => Buffer.from(JSON.stringify({ event_id: `no-type-${i}`, occurred_at: at(0), data: {} })),
-    (i) =>
-      Buffer.from(
-        JSON.stringify({ event_id: `unknown-${i}`, type: 'order.archived', occurred_at: at(0), data: {} }),
-      ),
-    (i) =>
-      Buffer.from(
-        JSON.stringify({
-          event_id: `bad-${i}`,
-          type: 'order.status_changed',
-          occurred_at: at(0),
-          data: { order_id: 'x' },
-        }),
-      ),
-    (i) =>
-      Buffer.from(
-        JSON.stringify({
-          event_id: `big-${i}`,
-          type: 'order.created',
-          occurred_at: at(0),
-          data: { order_id: 1, press_release_title: 'x'.repeat(5000) },
-        }),
-      ),
-    (i) => Buffer.from(`[${i}]`),
-  ];
-  return Array.from({ length: count }, (_, i) => ({
-    role: roles[i % roles.length]!,
-    key: `garbage-${i}`,
-    raw: kinds[i % kinds.length]!(i),
-  }));
+  return Array.from({ length: count }, (_, i) => {
+    const kind = kinds[i % kinds.length]!;
+    const role = roles[i % roles.length]!;
+    const misplaced = kind.type !== undefined && !(topicRoles[role] as readonly string[]).includes(kind.type);
+    return { role, key: `garbage-${i}`, raw: kind.make(i), reason: misplaced ? 'wrong_topic' : kind.reason };
+  });
 }

@@ -54,7 +54,7 @@ export async function createContractTopics(
   return { orders: orders!, orderStatus: orderStatus!, articles: articles!, apiKeys: apiKeys! };
 }
 
-export type Publication = DomainEvent | { role: TopicRole; key: string; raw: Buffer };
+export type Publication = DomainEvent | { role: TopicRole; key: string; raw: Buffer | null };
 
 /** Produces events (JSON, keyed as the contract says) and raw messages in the given order per topic. */
 export async function publish(

@@ -11,7 +11,11 @@ import type { Publication } from './kafka.js';
 export function seededLog(
   seed: number,
   options: { orgs: number; orders: number; events: number; garbage: number },
-): { history: DomainEvent[]; publications: Publication[]; garbage: Buffer[] } {
+): {
+  history: DomainEvent[];
+  publications: Publication[];
+  garbage: { raw: Buffer | null; reason: string }[];
+} {
   const [history] = fc.sample(
     historyArbitrary({
       orgs: options.orgs,
@@ -31,5 +35,5 @@ export function seededLog(
   );
   const publications: Publication[] = [...delivery!];
   garbage.forEach((message, i) => publications.splice(positions![i]!, 0, message));
-  return { history: history!, publications, garbage: garbage.map((g) => g.raw) };
+  return { history: history!, publications, garbage };
 }
