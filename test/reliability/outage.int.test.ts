@@ -1,0 +1,132 @@
+/**
+ * The broker becomes unreachable mid-ingest (its process is frozen with SIGSTOP)
+ * under steady API load, then comes back. The test starts a broker of its own,
+ * since it must be able to stop it. OUTAGE_MS sets the outage (npm run
+ * test:outage:long: 30 s).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startLocalBroker, stopLocalBroker, type LocalBroker } from '../../scripts/local-kafka.js';
+import { API_PREFIX } from '../../schemas/api.js';
+import { loadConfig } from '../../src/config.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { startService } from '../../src/service.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
+import { runLoad } from '../helpers/load.js';
+import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
+import { seededLog } from '../helpers/scenario.js';
+import { serviceEnv } from '../helpers/service-process.js';
+
+const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
+
+describe('broker outage', () => {
+  let broker: LocalBroker | undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'outage-'));
+  afterAll(async () => {
+    if (broker !== undefined) {
+      process.kill(broker.pid, 'SIGCONT');
+      await stopLocalBroker(broker);
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`keeps answering 2xx through a ${outageMs / 1000} s outage, reports unready, and resumes with nothing lost or doubled`, async () => {
+    broker = await startLocalBroker();
+    const kafka = new Kafka({
+      clientId: 'outage-test',
+      brokers: [broker.brokers],
+      logLevel: logLevel.NOTHING,
+    });
+    const admin = kafka.admin();
+    const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await Promise.all([admin.connect(), producer.connect()]);
+    const topics = await createContractTopics(admin);
+    const log = seededLog(31, { orgs: 30, orders: 6000, events: 60_000, garbage: 0 });
+    const key = issueKeyOf(1);
+    await publish(producer, topics, [key, ...log.publications]);
+    await Promise.all([admin.disconnect(), producer.disconnect()]);
+
+    const config = loadConfig({
+      ...serviceEnv({ topics, dataDir: join(dir, 'data'), httpPort: 0, adminPort: 0, groupId: 'outage' }),
+      KAFKA_BROKERS: broker.brokers,
+      READY_MAX_LAG: '100',
+      STALL_TIMEOUT_MS: '3000',
+      LAG_CHECK_INTERVAL_MS: '500',
+    });
+    const service = await startService(config, pino({ level: 'silent' }));
+    const address = service.app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('no address');
+    const base = `http://127.0.0.1:${address.port}${API_PREFIX}`;
+
+    const auth = { authorization: `Bearer ${keyOf(1)}` };
+    await waitUntil(
+      'the key is applied',
+      async () => (await fetch(`${base}/orders`, { headers: auth })).status === 200,
+    );
+    let finished: () => void = () => undefined;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const statuses = ['all', 'finished', 'processing'];
+    const load = runLoad({
+      durationMs: 300_000,
+      concurrency: 4,
+      until: done,
+      next: (i) => ({
+        url: `${base}/orders?status=${statuses[i % 3]!}&limit=${1 + (i % 50)}&offset=${i % 500}`,
+        headers: auth,
+      }),
+    });
+    const readiness: { at: number; ready: boolean }[] = [];
+    const sampler = setInterval(() => readiness.push({ at: Date.now(), ready: service.health().ready }), 200);
+
+    const total = log.publications.length + 1;
+    await waitUntil(
+      'ingest is under way',
+      () => {
+        const lag = service.health().totalLag;
+        return lag !== null && lag < total && lag > 0;
+      },
+      60_000,
+      20,
+    );
+    const lagAtStop = service.health().totalLag;
+    const stoppedAt = Date.now();
+    process.kill(broker.pid, 'SIGSTOP');
+    await new Promise((resolve) => setTimeout(resolve, outageMs));
+    process.kill(broker.pid, 'SIGCONT');
+    const resumedAt = Date.now();
+    await waitUntil(
+      'caught up after the outage',
+      () => service.health().ready && service.health().totalLag === 0,
+      180_000,
+    );
+    const caughtUpAt = Date.now();
+    const readyAtEnd = service.health().ready;
+    finished();
+    const report = await load;
+    clearInterval(sampler);
+    await service.close();
+
+    const duringOutage = readiness.filter((r) => r.at > stoppedAt + 4000 && r.at < resumedAt);
+    console.log(
+      `[outage] ${outageMs} ms outage with lag ${lagAtStop} at the stop; caught up ${caughtUpAt - resumedAt} ms after the broker returned; ` +
+        `${report.requests} requests ${JSON.stringify(report.statuses)}, p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms, max ${report.maxMs} ms; ` +
+        `unready in ${duringOutage.filter((r) => !r.ready).length}/${duringOutage.length} samples during the outage`,
+    );
+    expect(Object.keys(report.statuses)).toEqual(['200']);
+    expect(duringOutage.length).toBeGreaterThan(0);
+    expect(duringOutage.every((r) => !r.ready)).toBe(true);
+    expect(readyAtEnd).toBe(true);
+
+    const db = new Database(new ModelFiles(join(dir, 'data')).currentFile()!, { readonly: true });
+    const expected = memoryReadModel();
+    expected.apply(key, ...log.history);
+    expect(dumpModel(db)).toEqual(dumpModel(expected.db));
+    db.close();
+  });
+});
