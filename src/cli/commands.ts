@@ -8,7 +8,7 @@ import { requireBrokers, type ServiceConfig } from '../config.js';
 import { modelLag } from '../consumer/lag.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
-import { generateDemoData } from '../demo/data.js';
+import { demoEvents } from '../demo/data.js';
 import { sha256Hex } from '../http/auth.js';
 import { kafkaLogCreator, type Logger } from '../logger.js';
 import { projectionVersionOf } from '../read-model/database.js';
@@ -115,18 +115,17 @@ export async function publishDemoData(
   ctx: CommandContext,
   options: { seed: number; organizations: number; orders: number },
 ): Promise<void> {
-  const progress = progressReporter('demo-data', ctx.logger);
-  let total = 0;
+  const progress = progressReporter('demo-data', ctx.logger, 'orders');
   const published = await withPublisher(ctx, async (publisher) => {
-    const pending: Promise<void>[] = [];
-    const result = generateDemoData({ ...options, articlesPerOrder: 5 }, (event) => {
-      pending.push(publisher.add(event));
-    });
-    total = result.events;
-    for (const p of pending) {
-      await p;
-      progress.update(publisher.published, total);
+    let orders = 0;
+    for (const event of demoEvents({ ...options, articlesPerOrder: 5 })) {
+      await publisher.add(event);
+      if (event.type === 'order.created') {
+        orders += 1;
+        if (orders % 1000 === 0) progress.update(orders, options.orders);
+      }
     }
+    progress.update(orders, options.orders);
   });
   progress.stop();
   ctx.print(
@@ -218,7 +217,7 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
     files.removeBuild(abandoned);
     ctx.print(`Removed the abandoned build ${abandoned}.`);
   }
-  const progress = progressReporter('rebuild', ctx.logger);
+  const progress = progressReporter('rebuild', ctx.logger, 'events');
   const interrupted = new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());

@@ -7,11 +7,16 @@ export interface ProgressReporter {
   stop(): void;
 }
 
-export function progressReporter(label: string, logger: Logger, intervalMs = 5000): ProgressReporter {
+export function progressReporter(
+  label: string,
+  logger: Logger,
+  unit: string,
+  intervalMs = 5000,
+): ProgressReporter {
   if (process.stderr.isTTY) {
     const bar = new SingleBar(
       {
-        format: `${label} {bar} {percentage}% | {value}/{total} events | {speed} ev/s | ETA {eta_formatted} | dead letters {deadLetters}`,
+        format: `${label} {bar} {percentage}% | {value}/{total} ${unit} | {speed} ${unit}/s | ETA {eta_formatted} | dead letters {deadLetters}`,
         stream: process.stderr,
         etaBuffer: 50,
       },
@@ -49,7 +54,8 @@ export function progressReporter(label: string, logger: Logger, intervalMs = 500
           done,
           total,
           percent: total === 0 ? 100 : Math.round((done / total) * 1000) / 10,
-          eventsPerSecond: Math.round(rate),
+          unit,
+          perSecond: Math.round(rate),
           etaSeconds: rate > 0 ? Math.round((total - done) / rate) : null,
           ...extra,
         },

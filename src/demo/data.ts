@@ -64,19 +64,11 @@ function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
 
-/** Calls `emit` for every event, in a plausible publication order per order. */
-export function generateDemoData(
-  options: DemoDataOptions,
-  emit: (event: DomainEvent) => void,
-): { orders: number; events: number } {
+/** Every event of the data set, lazily, in a plausible publication order per order. */
+export function* demoEvents(options: DemoDataOptions): Generator<DomainEvent, void, undefined> {
   const random = seededRandom(options.seed);
   const firstOrderId = options.firstOrderId ?? 1;
-  let events = 0;
   let articleId = firstOrderId * 10;
-  const out = (event: DomainEvent): void => {
-    events += 1;
-    emit(event);
-  };
   let largest = options.largestOrganizationOrders ?? 0;
   for (let i = 0; i < options.orders; i += 1) {
     const orderId = firstOrderId + i;
@@ -97,7 +89,7 @@ export function generateDemoData(
             : roll < 0.95
               ? 'draft'
               : 'cancelled';
-    out({
+    yield {
       event_id: id('created'),
       type: 'order.created',
       occurred_at: iso(at),
@@ -110,7 +102,7 @@ export function generateDemoData(
         distribution_date: scheduled === null ? null : iso(scheduled),
         created_at: iso(createdMs),
       },
-    });
+    };
     const path =
       finalStatus === 'finished'
         ? ['publishing', 'publishing_ended', 'finished']
@@ -123,12 +115,12 @@ export function generateDemoData(
               : [];
     for (const [step, status] of path.entries()) {
       at += 60_000 + Math.floor(random() * 3_600_000);
-      out({
+      yield {
         event_id: id(`status-${step}`),
         type: 'order.status_changed',
         occurred_at: iso(at),
         data: { order_id: orderId, status },
-      });
+      };
     }
     if (path.includes('publishing')) {
       const count = Math.floor(random() * options.articlesPerOrder * 2 + 0.5);
@@ -136,7 +128,7 @@ export function generateDemoData(
         articleId += 1;
         const outlet = pick(random, outlets);
         const published = at + Math.floor(random() * 86_400_000);
-        out({
+        yield {
           event_id: id(`article-${a}`),
           type: 'article.published',
           occurred_at: iso(published),
@@ -146,17 +138,16 @@ export function generateDemoData(
             article_url: `https://${outlet}/press/${orderId}-${a}`,
             published_at: iso(published),
           },
-        });
+        };
       }
     }
     if (random() < 0.1) {
-      out({
+      yield {
         event_id: id('retitled'),
         type: 'order.updated',
         occurred_at: iso(at + 1000),
         data: { order_id: orderId, press_release_title: `Updated: press release #${orderId}` },
-      });
+      };
     }
   }
-  return { orders: options.orders, events };
 }

@@ -7,7 +7,7 @@ import { afterAll } from 'vitest';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig, type ServiceConfig } from '../../src/config.js';
-import { generateDemoData } from '../../src/demo/data.js';
+import { demoEvents } from '../../src/demo/data.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { issueKeyOf } from './api.js';
 import { connectedClients, createContractTopics, publish, testKafka, uniqueTopicName } from './kafka.js';
@@ -46,9 +46,7 @@ export async function serviceFixture(options: {
   };
   const config = loadConfig(env);
   const events: DomainEvent[] = [issueKeyOf(1)];
-  generateDemoData({ seed: 7, organizations: 20, orders: options.orders, articlesPerOrder: 3 }, (e) =>
-    events.push(e),
-  );
+  events.push(...demoEvents({ seed: 7, organizations: 20, orders: options.orders, articlesPerOrder: 3 }));
   await publish(producer, topics, events);
   const running: RunningService[] = [];
   afterAll(async () => {

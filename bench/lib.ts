@@ -1,0 +1,258 @@
+/** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { freePort, startLocalBroker, stopLocalBroker } from '../scripts/local-kafka.js';
+import type { TopicRole } from '../schemas/events.js';
+import { EventPublisher } from '../src/consumer/publish.js';
+import { demoEvents } from '../src/demo/data.js';
+import { sha256Hex } from '../src/http/auth.js';
+import { ModelFiles } from '../src/read-model/files.js';
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface BenchData {
+  /** orders in the data set (default 1 000 000) */
+  orders: number;
+  organizations: number;
+  /** orders of organization 1, the large one */
+  largeOrganizationOrders: number;
+  seed: number;
+}
+
+export const defaultData: BenchData = {
+  orders: 1_000_000,
+  organizations: 10_000,
+  largeOrganizationOrders: 200_000,
+  seed: 2026,
+};
+
+export const benchKeyOf = (org: number): string => `bench-key-of-org-${org}`;
+/** organizations that get an API key: the large one and a spread of others */
+export const keyedOrganizations = (data: BenchData): number[] =>
+  Array.from({ length: Math.min(data.organizations, 1000) }, (_, i) => i + 1);
+
+/** A broker for the benchmark: KAFKA_BROKERS, else the project's local one (stopped by `close`). */
+export async function benchBroker(): Promise<{ brokers: string; close: () => Promise<void> }> {
+  const given = process.env['KAFKA_BROKERS'];
+  if (given !== undefined && given !== '') return { brokers: given, close: () => Promise.resolve() };
+  const broker = await startLocalBroker();
+  return { brokers: broker.brokers, close: () => stopLocalBroker(broker) };
+}
+
+export function kafkaOf(brokers: string): Kafka {
+  return new Kafka({ clientId: 'bench', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
+}
+
+export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<Record<TopicRole, string>> {
+  const topics = {
+    orders: `${prefix}.pr.orders`,
+    orderStatus: `${prefix}.pr.order-status`,
+    articles: `${prefix}.pr.articles`,
+    apiKeys: `${prefix}.pr.api-keys`,
+  };
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
+  });
+  await admin.disconnect();
+  return topics;
+}
+
+/** Publishes the data set (keys first) and returns how many messages and how long it took. */
+export async function publishBenchData(
+  kafka: Kafka,
+  topics: Record<TopicRole, string>,
+  data: BenchData,
+  firstOrderId = 1,
+): Promise<{ messages: number; ms: number }> {
+  const producer = kafka.producer({
+    createPartitioner: Partitioners.DefaultPartitioner,
+    allowAutoTopicCreation: false,
+  });
+  await producer.connect();
+  const started = Date.now();
+  const publisher = new EventPublisher(producer, topics);
+  if (firstOrderId === 1) {
+    for (const org of keyedOrganizations(data)) {
+      await publisher.add({
+        event_id: `bench-key-${org}`,
+        type: 'api_key.issued',
+        occurred_at: '2026-01-01T00:00:00Z',
+        data: { key_id: `bench-${org}`, organization_id: org, key_sha256: sha256Hex(benchKeyOf(org)) },
+      });
+    }
+  }
+  for (const event of demoEvents({
+    seed: data.seed + firstOrderId,
+    organizations: data.organizations,
+    orders: data.orders,
+    articlesPerOrder: 5,
+    firstOrderId,
+    largestOrganizationOrders: firstOrderId === 1 ? data.largeOrganizationOrders : 0,
+  })) {
+    await publisher.add(event);
+  }
+  await publisher.flush();
+  await producer.disconnect();
+  return { messages: publisher.published, ms: Date.now() - started };
+}
+
+/** Sum of the high watermarks of the topics. */
+export async function endOffsets(kafka: Kafka, topics: Record<TopicRole, string>): Promise<number> {
+  const admin = kafka.admin();
+  await admin.connect();
+  let total = 0;
+  for (const topic of Object.values(topics)) {
+    for (const p of await admin.fetchTopicOffsets(topic)) total += Number(p.high) - Number(p.low);
+  }
+  await admin.disconnect();
+  return total;
+}
+
+/** Baseline: a raw kafkajs eachBatch consumer with a no-op handler reading every message once. */
+export async function rawConsume(
+  kafka: Kafka,
+  topics: Record<TopicRole, string>,
+  total: number,
+): Promise<{ ms: number }> {
+  const consumer = kafka.consumer({ groupId: `bench-raw-${Date.now()}` });
+  await consumer.connect();
+  await consumer.subscribe({ topics: Object.values(topics), fromBeginning: true });
+  let seen = 0;
+  let first = 0;
+  let finish: () => void = () => undefined;
+  const done = new Promise<void>((r) => (finish = r));
+  await consumer.run({
+    eachBatch: ({ batch }) => {
+      if (first === 0) first = Date.now();
+      seen += batch.messages.length;
+      if (seen >= total) finish();
+      return Promise.resolve();
+    },
+  });
+  await done;
+  const ms = Date.now() - first;
+  await consumer.disconnect();
+  return { ms };
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  httpPort: number;
+  adminPort: number;
+  exited: Promise<number | null>;
+  stop: () => Promise<void>;
+  /** peak resident set size so far (VmHWM), MB */
+  peakRssMb: () => number;
+}
+
+export async function startServiceProcess(
+  brokers: string,
+  topics: Record<TopicRole, string>,
+  dataDir: string,
+  extraEnv: Record<string, string> = {},
+): Promise<ServiceProcess> {
+  const httpPort = await freePort();
+  const adminPort = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), 'serve'], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: {
+      PATH: process.env['PATH'],
+      HOME: process.env['HOME'],
+      KAFKA_BROKERS: brokers,
+      KAFKA_GROUP_ID: `bench-${Date.now()}`,
+      TOPIC_ORDERS: topics.orders,
+      TOPIC_ORDER_STATUS: topics.orderStatus,
+      TOPIC_ARTICLES: topics.articles,
+      TOPIC_API_KEYS: topics.apiKeys,
+      DATA_DIR: dataDir,
+      HTTP_HOST: '127.0.0.1',
+      HTTP_PORT: String(httpPort),
+      ADMIN_HOST: '127.0.0.1',
+      ADMIN_PORT: String(adminPort),
+      LOG_LEVEL: 'warn',
+      ...extraEnv,
+    },
+  });
+  const exited = new Promise<number | null>((r) => child.on('exit', r));
+  const pid = child.pid ?? 0;
+  const service: ServiceProcess = {
+    child,
+    httpPort,
+    adminPort,
+    exited,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+    peakRssMb: () => {
+      try {
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+        return Math.round(kb / 1024);
+      } catch {
+        return 0;
+      }
+    },
+  };
+  await waitFor(async () => {
+    try {
+      return (await fetch(`http://127.0.0.1:${adminPort}/healthz`)).ok;
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  return service;
+}
+
+/** Messages applied so far by the model in `dataDir` (sum of its stored offsets). */
+export function appliedMessages(dataDir: string): number {
+  const file = new ModelFiles(dataDir).currentFile();
+  if (file === null || !existsSync(file)) return 0;
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return (
+      db.prepare('SELECT coalesce(sum(next_offset), 0) AS n FROM consumer_offsets').get() as { n: number }
+    ).n;
+  } catch {
+    return 0;
+  } finally {
+    db.close();
+  }
+}
+
+export async function waitFor(
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  intervalMs = 100,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Time from the first applied message until `total` are applied. */
+export async function timeIngest(dataDir: string, total: number, timeoutMs: number): Promise<{ ms: number }> {
+  let first = 0;
+  await waitFor(
+    () => {
+      const applied = appliedMessages(dataDir);
+      if (first === 0 && applied > 0) first = Date.now();
+      return applied >= total;
+    },
+    timeoutMs,
+    50,
+  );
+  return { ms: Date.now() - first };
+}
+
+export const rate = (count: number, ms: number): number => Math.round(count / Math.max(ms / 1000, 0.001));
