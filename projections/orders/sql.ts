@@ -4,8 +4,13 @@
  */
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
+/** An in-place upsert: unlike INSERT OR REPLACE it touches only the indexes of columns that change. */
 function upsert(table: string, columns: readonly string[]): string {
-  return `INSERT OR REPLACE INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')})`;
+  const [key, ...rest] = columns;
+  return (
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')}) ` +
+    `ON CONFLICT (${key ?? ''}) DO UPDATE SET ${rest.map((c) => `${c} = excluded.${c}`).join(', ')}`
+  );
 }
 
 export const writeSql = {

@@ -6,17 +6,13 @@ import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import {
-  jsonSchemaTransform,
-  serializerCompiler,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { API_PREFIX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { ReadModelReader } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
+import { responseSerializerCompiler } from './serializer.js';
 import { ApiError, notFoundOrder, sendError, statusName } from './errors.js';
 import { ordersRoutes } from './routes/orders.js';
 
@@ -97,7 +93,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler());
 
   await app.register(swagger, {
     openapi: {
