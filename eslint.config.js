@@ -25,7 +25,7 @@ export default tseslint.config(
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },
   },
   {
-    files: ['eslint.config.js'],
+    files: ['eslint.config.js', '**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
   },
 );

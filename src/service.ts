@@ -3,12 +3,12 @@
  * public API, the admin listener, and the background work that keeps them
  * honest (lag checks, stall watchdog, generation swaps, version rebuilds).
  */
-import { Kafka, type Admin, type Consumer } from 'kafkajs';
+import { Kafka, type Admin } from 'kafkajs';
 import type { FastifyInstance } from 'fastify';
 import { PROJECTION_VERSION } from '../projections/orders/migrations.js';
-import { requireBrokers, roleOfTopic, type ServiceConfig } from './config.js';
+import { requireBrokers, type ServiceConfig } from './config.js';
 import { modelLag, type PartitionLag } from './consumer/lag.js';
-import { startProjector, type Projector } from './consumer/projector.js';
+import { startProjectorThread, type ProjectorThread } from './consumer/projector-thread.js';
 import { rebuildModel } from './consumer/rebuild.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
@@ -17,14 +17,13 @@ import { ServiceMetrics } from './metrics.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from './read-model/database.js';
 import { ModelFiles } from './read-model/files.js';
 import { ReadModelReader } from './read-model/reader.js';
-import { ReadModelWriter } from './read-model/writer.js';
 
 export interface RunningService {
   app: FastifyInstance;
   admin: FastifyInstance;
   health: () => HealthReport;
-  /** the live consumer, for diagnostics; null while none runs */
-  consumer: () => Consumer | null;
+  /** the live projector thread, for diagnostics; null while none runs */
+  projector: () => ProjectorThread | null;
   /** Stops accepting requests, finishes in-flight ones, stops the consumer, closes the database. */
   close(): Promise<void>;
 }
@@ -43,14 +42,16 @@ export class MissingTopicsError extends Error {
   readonly code = 'TOPICS_MISSING';
 }
 
-/** One generation file opened for serving (reader) and, unless it is an outdated version, for projecting. */
+/**
+ * One generation file opened for serving (reader) and, unless it is of an
+ * outdated projection version, projected into by the projector thread.
+ */
 interface Generation {
   file: string;
   readDb: ReadModelDatabase;
   reader: ReadModelReader;
-  writeDb: ReadModelDatabase | null;
-  writer: ReadModelWriter | null;
-  projector: Projector | null;
+  writable: boolean;
+  projector: ProjectorThread | null;
 }
 
 const pointerPollMs = 1000;
@@ -67,17 +68,12 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
 
   const files = new ModelFiles(config.dataDir);
   const metrics = new ServiceMetrics(() => live.file);
-  const projectorLogger = logger.child({ component: 'projector' });
-
-  const startProjectorOn = async (writer: ReadModelWriter): Promise<Projector> =>
-    startProjector({
-      kafka,
-      groupId: config.kafka.groupId,
-      sessionTimeoutMs: config.kafka.sessionTimeoutMs,
-      topics: config.topics,
-      writer,
-      logger: projectorLogger,
-      onBatch: ({ outcome }) => {
+  const startProjectorOn = (file: string): Promise<ProjectorThread> =>
+    startProjectorThread({
+      file,
+      config,
+      logger,
+      onBatch: (_topic, _partition, outcome) => {
         for (const [type, n] of Object.entries(outcome.appliedByType)) metrics.eventsApplied.inc({ type }, n);
         for (const [reason, n] of Object.entries(outcome.deadLettersByReason))
           metrics.deadLetters.inc({ reason }, n);
@@ -86,15 +82,14 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
       },
     });
 
-  const open = (file: string): Generation & { writer: ReadModelWriter } => {
-    const writeDb = openReadModel(file);
+  /** Migrates the file (here, before any reader opens it), then opens the API's read-only connection. */
+  const open = (file: string): Generation => {
+    openReadModel(file).close();
     const readDb = openReadModel(file, { readonly: true });
-    const writer = new ReadModelWriter(writeDb, roleOfTopic(config.topics));
-    return { file, readDb, reader: new ReadModelReader(readDb), writeDb, writer, projector: null };
+    return { file, readDb, reader: new ReadModelReader(readDb), writable: true, projector: null };
   };
   const close = async (generation: Generation): Promise<void> => {
     await generation.projector?.stop();
-    generation.writeDb?.close();
     generation.readDb.close();
   };
 
@@ -120,14 +115,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     if (!(error instanceof ProjectionVersionMismatch)) throw error;
     // Serve the outdated generation read-only while a new one is built from the topics.
     const readDb = openReadModel(current, { readonly: true, anyProjectionVersion: true });
-    live = {
-      file: current,
-      readDb,
-      reader: new ReadModelReader(readDb),
-      writeDb: null,
-      writer: null,
-      projector: null,
-    };
+    live = { file: current, readDb, reader: new ReadModelReader(readDb), writable: false, projector: null };
     logger.warn(
       { file: current, found: error.found, expected: error.expected },
       'projection version changed',
@@ -139,7 +127,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     const reasons: string[] = [];
     const partitions = lastLag?.partitions ?? [];
     const totalLag = lastLag === null ? null : partitions.reduce((sum, p) => sum + p.lag, 0);
-    if (live.writer === null)
+    if (!live.writable)
       reasons.push('the live model is of an older projection version; a rebuild is running');
     if (lastLag === null) reasons.push('lag not measured yet');
     else if (Date.now() - lastLag.at > config.health.stallTimeoutMs)
@@ -170,7 +158,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     live = next;
     lastLag = null;
     lastProgressAt = Date.now();
-    next.projector = await startProjectorOn(next.writer);
+    next.projector = await startProjectorOn(next.file);
     // Reads are synchronous, so no request still holds the old connections after this tick.
     setImmediate(() => {
       void close(previous).then(() => {
@@ -208,10 +196,10 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   };
 
   const checkLag = async (): Promise<void> => {
-    const writer = live.writer;
-    if (writer === null) return;
+    const projector = live.projector;
+    if (projector === null) return;
     const partitions = await modelLag(kafkaAdmin, Object.values(config.topics), (t, p) =>
-      writer.storedOffset(t, p),
+      projector.storedOffset(t, p),
     );
     lastLag = { at: Date.now(), partitions };
     for (const p of partitions) {
@@ -234,13 +222,13 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
         .stop()
         .catch((error: unknown) => logger.error({ err: error }, 'stopping the stalled consumer'));
       lastProgressAt = Date.now();
-      live.projector = await startProjectorOn(writer);
+      live.projector = await startProjectorOn(live.file);
     }
   };
 
   await app.listen({ host: config.http.host, port: config.http.port });
   await admin.listen({ host: config.admin.host, port: config.admin.port });
-  if (live.writer !== null) live.projector = await startProjectorOn(live.writer);
+  if (live.writable) live.projector = await startProjectorOn(live.file);
   else versionRebuild = runVersionRebuild();
 
   let checking = false;
@@ -271,7 +259,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     app,
     admin,
     health,
-    consumer: () => live.projector?.consumer ?? null,
+    projector: () => live.projector,
     close: async () => {
       clearInterval(lagTimer);
       clearInterval(pointerTimer);

@@ -28,8 +28,8 @@ describe('readiness, metrics and the stall watchdog', () => {
     });
 
     // Stall the consumer, then publish more than the lag threshold.
-    const consumer = service.consumer()!;
-    consumer.pause(Object.values(fixture.topics).map((topic) => ({ topic })));
+    const projector = service.projector()!;
+    projector.pause();
     await fixture.publish(
       Array.from({ length: 300 }, (_, i) =>
         statusChanged(1 + (i % 500), 'finished', { occurred_at: at(1_000_000 + i) }),
@@ -53,7 +53,7 @@ describe('readiness, metrics and the stall watchdog', () => {
       async () => (await readyz()).status === 200,
       60_000,
     );
-    expect(service.consumer()).not.toBe(consumer);
+    expect(service.projector()).not.toBe(projector);
     expect((await fetch(fixture.apiUrl(service, '/orders'), { headers: auth })).status).toBe(200);
     const after = await (await fetch(fixture.adminUrl(service, '/metrics'))).text();
     expect(after).toMatch(/^orders_read_model_consumer_restarts_total 1$/m);

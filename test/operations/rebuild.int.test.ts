@@ -67,7 +67,7 @@ describe('rebuild by replay', () => {
     expect(firstNew).toBeGreaterThan(0);
     expect(sources.slice(firstNew).every((s) => s === 'new')).toBe(true);
     expect(rebuild.output()).toMatch(/Rebuilt \d+ messages/);
-    expect(existsSync(oldFile)).toBe(false);
+    await waitUntil('the old file is removed', () => !existsSync(oldFile), 30_000);
     expect(service.health().file).not.toBe(oldFile);
   });
 
