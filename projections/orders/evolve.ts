@@ -91,90 +91,74 @@ function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelCha
   return { table: 'orders', before, row: withListedStatus(next) };
 }
 
+/** The field groups of an order; each has its own `<group>_v_at` / `<group>_v_id` version columns. */
+type OrderFieldGroup = 'created' | 'title' | 'distribution' | 'status' | 'deleted';
+
+/**
+ * Applies each (group, values) whose fact supersedes the group's stored
+ * version; null when none does (a duplicate or a stale fact).
+ */
+function applyOrderGroups(
+  orderId: number,
+  current: OrderRow | undefined,
+  v: FactVersion,
+  updates: readonly (readonly [OrderFieldGroup, Partial<OrderRow>])[],
+): ReadModelChange | null {
+  let next = current ?? emptyOrder(orderId);
+  let changed = false;
+  for (const [group, values] of updates) {
+    if (!supersedes(v, storedVersion(next[`${group}_v_at`], next[`${group}_v_id`]))) continue;
+    next = { ...next, ...values, [`${group}_v_at`]: v.at, [`${group}_v_id`]: v.id };
+    changed = true;
+  }
+  return changed ? orderChange(current, next) : null;
+}
+
+const distributionMs = (date: string | null): number | null => (date === null ? null : toEpochMs(date));
+
 export function applyOrderCreated(
   event: OrderCreated,
   current: OrderRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event);
-  const base = current ?? emptyOrder(event.data.order_id);
-  let next = base;
-  let changed = false;
-  if (supersedes(v, storedVersion(base.created_v_at, base.created_v_id))) {
-    next = {
-      ...next,
-      org_id: event.data.organization_id,
-      member_id: event.data.member_id,
-      created_at_ms: toEpochMs(event.data.created_at),
-      created_v_at: v.at,
-      created_v_id: v.id,
-    };
-    changed = true;
-  }
-  if (supersedes(v, storedVersion(base.title_v_at, base.title_v_id))) {
-    next = { ...next, title: event.data.press_release_title, title_v_at: v.at, title_v_id: v.id };
-    changed = true;
-  }
-  if (supersedes(v, storedVersion(base.distribution_v_at, base.distribution_v_id))) {
-    const date = event.data.distribution_date;
-    next = {
-      ...next,
-      distribution_ms: date === null ? null : toEpochMs(date),
-      distribution_v_at: v.at,
-      distribution_v_id: v.id,
-    };
-    changed = true;
-  }
-  if (supersedes(v, storedVersion(base.status_v_at, base.status_v_id))) {
-    next = { ...next, status: event.data.status, status_v_at: v.at, status_v_id: v.id };
-    changed = true;
-  }
-  return changed ? orderChange(current, next) : null;
+  const d = event.data;
+  return applyOrderGroups(d.order_id, current, versionOf(event), [
+    [
+      'created',
+      { org_id: d.organization_id, member_id: d.member_id, created_at_ms: toEpochMs(d.created_at) },
+    ],
+    ['title', { title: d.press_release_title }],
+    ['distribution', { distribution_ms: distributionMs(d.distribution_date) }],
+    ['status', { status: d.status }],
+  ]);
 }
 
 export function applyOrderUpdated(
   event: OrderUpdated,
   current: OrderRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event);
-  const base = current ?? emptyOrder(event.data.order_id);
-  let next = base;
-  let changed = false;
-  const title = event.data.press_release_title;
-  if (title !== undefined && supersedes(v, storedVersion(base.title_v_at, base.title_v_id))) {
-    next = { ...next, title, title_v_at: v.at, title_v_id: v.id };
-    changed = true;
-  }
-  const date = event.data.distribution_date;
-  if (date !== undefined && supersedes(v, storedVersion(base.distribution_v_at, base.distribution_v_id))) {
-    next = {
-      ...next,
-      distribution_ms: date === null ? null : toEpochMs(date),
-      distribution_v_at: v.at,
-      distribution_v_id: v.id,
-    };
-    changed = true;
-  }
-  return changed ? orderChange(current, next) : null;
+  const { order_id, press_release_title, distribution_date } = event.data;
+  return applyOrderGroups(order_id, current, versionOf(event), [
+    ...(press_release_title === undefined ? [] : [['title', { title: press_release_title }] as const]),
+    ...(distribution_date === undefined
+      ? []
+      : [['distribution', { distribution_ms: distributionMs(distribution_date) }] as const]),
+  ]);
 }
 
 export function applyOrderDeleted(
   event: OrderDeleted,
   current: OrderRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event);
-  const base = current ?? emptyOrder(event.data.order_id);
-  if (!supersedes(v, storedVersion(base.deleted_v_at, base.deleted_v_id))) return null;
-  return orderChange(current, { ...base, deleted_v_at: v.at, deleted_v_id: v.id });
+  return applyOrderGroups(event.data.order_id, current, versionOf(event), [['deleted', {}]]);
 }
 
 export function applyOrderStatusChanged(
   event: OrderStatusChanged,
   current: OrderRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event);
-  const base = current ?? emptyOrder(event.data.order_id);
-  if (!supersedes(v, storedVersion(base.status_v_at, base.status_v_id))) return null;
-  return orderChange(current, { ...base, status: event.data.status, status_v_at: v.at, status_v_id: v.id });
+  return applyOrderGroups(event.data.order_id, current, versionOf(event), [
+    ['status', { status: event.data.status }],
+  ]);
 }
 
 /** The URL's host without a leading `www.`, as EVENTS.md defines the default website domain. */

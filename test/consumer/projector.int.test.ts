@@ -1,8 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp.js';
 import { roleOfTopic } from '../../src/config.js';
 import { modelLag } from '../../src/consumer/lag.js';
 import { startProjector } from '../../src/consumer/projector.js';
@@ -20,10 +19,7 @@ import { dumpModel, memoryReadModel, recountedOrderCounts } from '../helpers/rea
 import { seededLog } from '../helpers/scenario.js';
 
 describe('projector through the real broker', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'projector-int-'));
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const dir = tempDir('projector-int');
 
   it('converges to the canonical model from shuffled topics with duplicates, and dead-letters each garbage message once', async () => {
     const kafka = testKafka();

@@ -1,7 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../scripts/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { sha256Hex } from '../../src/http/auth.js';
@@ -25,10 +24,7 @@ import {
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
 describe('the service as a process (npm start)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'service-e2e-'));
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const dir = tempDir('service-e2e');
 
   it('serves what is produced to the topics, within a bounded wait, and stops cleanly on SIGTERM', async () => {
     const { admin, producer } = await connectedClients(testKafka());

@@ -1,10 +1,9 @@
 /** A full run of the service, with valid, invalid and revoked keys: no raw key in any log line or in the database. */
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../scripts/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { sha256Hex } from '../../src/http/auth.js';
@@ -21,10 +20,7 @@ import {
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
 describe('secrets', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
-  afterAll(() => {
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const dir = tempDir('secrets');
 
   it('keeps raw API keys out of every log line (at trace level) and out of the database, which holds only SHA-256 hashes', async () => {
     const { admin, producer } = await connectedClients(testKafka());
