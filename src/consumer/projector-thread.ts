@@ -32,6 +32,8 @@ export async function startProjectorThread(options: {
     workerData: { file: options.file, config: options.config },
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
+    // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process.
+    resourceLimits: { maxOldGenerationSizeMb: 192 },
   });
   const offsets = new Map<string, number>();
   const key = (topic: string, partition: number): string => `${partition}:${topic}`;

@@ -36,6 +36,8 @@ export async function startProjector(options: ProjectorOptions): Promise<Project
     sessionTimeout: options.sessionTimeoutMs,
     heartbeatInterval: Math.max(500, Math.floor(options.sessionTimeoutMs / 5)),
     allowAutoTopicCreation: false,
+    // One fetch of at most 4 MiB keeps the decoded batch in memory small (kafkajs defaults to 10 MiB).
+    maxBytes: 4 * 1024 * 1024,
   });
 
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {

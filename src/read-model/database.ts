@@ -3,6 +3,10 @@ import { loadMigrations, PROJECTION_VERSION } from '../../projections/orders/mig
 
 export type ReadModelDatabase = Database.Database;
 
+/** Page caches per connection, within the service's 300 MB memory budget. */
+const writerCacheKib = 32 * 1024;
+const readerCacheKib = 8 * 1024;
+
 export class ProjectionVersionMismatch extends Error {
   readonly code = 'PROJECTION_VERSION_MISMATCH';
   constructor(
@@ -30,6 +34,7 @@ export function openReadModel(
   });
   db.pragma('busy_timeout = 5000');
   if (options.readonly === true) {
+    db.pragma(`cache_size = -${readerCacheKib}`);
     if (options.anyProjectionVersion !== true) assertProjectionVersion(db, file);
     return db;
   }
@@ -37,6 +42,8 @@ export function openReadModel(
   // WAL + NORMAL: a commit survives a process crash (SIGKILL); only an OS crash may lose the last commits,
   // which a replay from the stored offsets then restores.
   db.pragma('synchronous = NORMAL');
+  // The writer touches index pages all over a growing file; SQLite's default 2 MB cache makes it re-read them.
+  db.pragma(`cache_size = -${writerCacheKib}`);
   migrate(db);
   assertProjectionVersion(db, file);
   return db;
