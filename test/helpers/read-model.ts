@@ -2,6 +2,7 @@ import type { TopicRole } from '../../schemas/events.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
+import { roleOfTopic } from '../../src/config.js';
 import { roleOf } from './events.js';
 
 export const testTopics: Record<TopicRole, string> = {
@@ -11,11 +12,6 @@ export const testTopics: Record<TopicRole, string> = {
   apiKeys: 'api-keys',
 };
 
-export function roleResolver(topics: Record<TopicRole, string>): (topic: string) => TopicRole | undefined {
-  const byName = new Map(Object.entries(topics).map(([role, name]) => [name, role as TopicRole]));
-  return (topic) => byName.get(topic);
-}
-
 /** An in-memory read model with a writer, fed events directly (no Kafka). */
 export function memoryReadModel(): {
   db: ReadModelDatabase;
@@ -23,7 +19,7 @@ export function memoryReadModel(): {
   apply: (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]) => void;
 } {
   const db = openReadModel(':memory:');
-  const writer = new ReadModelWriter(db, roleResolver(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
+  const writer = new ReadModelWriter(db, roleOfTopic(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
   const nextOffset = new Map<string, number>();
   const apply = (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]): void => {
     for (const event of events) {
