@@ -155,6 +155,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     const next = open(file);
     const previous = live;
     await previous.projector?.stop();
+    previous.projector = null;
     live = next;
     lastLag = null;
     lastProgressAt = Date.now();

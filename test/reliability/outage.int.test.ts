@@ -56,6 +56,7 @@ describe('broker outage', () => {
       ...serviceEnv({ topics, dataDir: join(dir, 'data'), httpPort: 0, adminPort: 0, groupId: 'outage' }),
       KAFKA_BROKERS: broker.brokers,
       READY_MAX_LAG: '100',
+      LOG_LEVEL: 'silent',
       STALL_TIMEOUT_MS: '3000',
       LAG_CHECK_INTERVAL_MS: '500',
     });

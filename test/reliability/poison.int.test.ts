@@ -43,6 +43,7 @@ describe('poison messages', () => {
         groupId: uniqueTopicName('poison'),
       }),
       READY_MAX_LAG: '0',
+      LOG_LEVEL: 'silent',
       LAG_CHECK_INTERVAL_MS: '200',
     });
     const started = Date.now();
