@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { freePort, startLocalBroker, stopLocalBroker } from '../scripts/local-kafka.js';
+import { loopbackServiceEnv } from '../scripts/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
+import { withAdmin } from '../src/consumer/admin.js';
+import { modelLag } from '../src/consumer/lag.js';
 import { EventPublisher } from '../src/consumer/publish.js';
 import { demoEvents } from '../src/demo/data.js';
 import { sha256Hex } from '../src/http/auth.js';
@@ -54,13 +57,12 @@ export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<R
     articles: `${prefix}.pr.articles`,
     apiKeys: `${prefix}.pr.api-keys`,
   };
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
-  });
-  await admin.disconnect();
+  await withAdmin(kafka, (admin) =>
+    admin.createTopics({
+      waitForLeaders: true,
+      topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
+    }),
+  );
   return topics;
 }
 
@@ -105,14 +107,10 @@ export async function publishBenchData(
 
 /** Sum of the high watermarks of the topics. */
 export async function endOffsets(kafka: Kafka, topics: Record<TopicRole, string>): Promise<number> {
-  const admin = kafka.admin();
-  await admin.connect();
-  let total = 0;
-  for (const topic of Object.values(topics)) {
-    for (const p of await admin.fetchTopicOffsets(topic)) total += Number(p.high) - Number(p.low);
-  }
-  await admin.disconnect();
-  return total;
+  const partitions = await withAdmin(kafka, (admin) =>
+    modelLag(admin, Object.values(topics), () => undefined),
+  );
+  return partitions.reduce((sum, p) => sum + p.lag, 0);
 }
 
 /** Baseline: a raw kafkajs eachBatch consumer with a no-op handler reading every message once. */
@@ -164,20 +162,15 @@ export async function startServiceProcess(
     cwd: root,
     stdio: ['ignore', 'ignore', 'inherit'],
     env: {
-      PATH: process.env['PATH'],
-      HOME: process.env['HOME'],
-      KAFKA_BROKERS: brokers,
-      KAFKA_GROUP_ID: `bench-${Date.now()}`,
-      TOPIC_ORDERS: topics.orders,
-      TOPIC_ORDER_STATUS: topics.orderStatus,
-      TOPIC_ARTICLES: topics.articles,
-      TOPIC_API_KEYS: topics.apiKeys,
-      DATA_DIR: dataDir,
-      HTTP_HOST: '127.0.0.1',
-      HTTP_PORT: String(httpPort),
-      ADMIN_HOST: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      LOG_LEVEL: 'warn',
+      ...loopbackServiceEnv({
+        brokers,
+        groupId: `bench-${Date.now()}`,
+        topics,
+        dataDir,
+        httpPort,
+        adminPort,
+        logLevel: 'warn',
+      }),
       ...extraEnv,
     },
   });

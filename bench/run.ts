@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../scripts/local-kafka.js';
+import { loopbackServiceEnv } from '../scripts/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
@@ -109,17 +110,13 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
       ['--import', 'tsx', join(root, 'src', 'main.ts'), 'rebuild', '--no-promote'],
       {
         cwd: root,
-        env: {
-          PATH: process.env['PATH'],
-          HOME: process.env['HOME'],
-          KAFKA_BROKERS: ctx.brokers,
-          KAFKA_GROUP_ID: `bench-rebuild-${Date.now()}`,
-          TOPIC_ORDERS: ctx.topics.orders,
-          TOPIC_ORDER_STATUS: ctx.topics.orderStatus,
-          TOPIC_ARTICLES: ctx.topics.articles,
-          TOPIC_API_KEYS: ctx.topics.apiKeys,
-          DATA_DIR: join(ctx.dir, 'rebuild'),
-        },
+        env: loopbackServiceEnv({
+          brokers: ctx.brokers,
+          groupId: `bench-rebuild-${Date.now()}`,
+          topics: ctx.topics,
+          dataDir: join(ctx.dir, 'rebuild'),
+          logLevel: 'warn',
+        }),
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );

@@ -111,6 +111,25 @@ export const topicRoles = {
 
 export type TopicRole = keyof typeof topicRoles;
 
+/** The topic role that carries each event type: `topicRoles` read the other way. */
+export const topicRoleOfType: ReadonlyMap<string, TopicRole> = new Map(
+  Object.entries(topicRoles).flatMap(([role, types]) =>
+    types.map((type) => [type, role as TopicRole] as const),
+  ),
+);
+
+/** The `data` schema of each event type, for decoding a payload once its envelope is known to be valid. */
+export const eventDataSchemas = {
+  'order.created': OrderCreatedData,
+  'order.updated': OrderUpdatedData,
+  'order.deleted': OrderDeletedData,
+  'order.status_changed': OrderStatusChangedData,
+  'article.published': ArticlePublishedData,
+  'article.removed': ArticleRemovedData,
+  'api_key.issued': ApiKeyIssuedData,
+  'api_key.revoked': ApiKeyRevokedData,
+} as const satisfies Record<EventType, z.ZodType>;
+
 export const defaultTopicNames = {
   orders: 'pr.orders',
   orderStatus: 'pr.order-status',

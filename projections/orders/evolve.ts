@@ -166,97 +166,79 @@ export function websiteDomainOf(articleUrl: string): string {
   return new URL(articleUrl).hostname.replace(/^www\./, '');
 }
 
-function articleVersion(row: ArticleRow | undefined): FactVersion | null {
-  return row === undefined ? null : { at: row.v_at, rank: row.v_rank, id: row.v_id };
+/** Articles and API keys keep one version per row: the latest fact about the entity. */
+type VersionedRow = { v_at: number; v_rank: 0 | 1; v_id: string };
+
+/** The row a fact makes when it supersedes the current one, else null. Removals have rank 1. */
+function newerRow<R extends VersionedRow>(
+  event: DomainEvent,
+  rank: 0 | 1,
+  current: R | undefined,
+  fields: Omit<R, keyof VersionedRow>,
+): R | null {
+  const v = versionOf(event, rank);
+  const stored = current === undefined ? null : { at: current.v_at, rank: current.v_rank, id: current.v_id };
+  if (!supersedes(v, stored)) return null;
+  // Omit<R, …> plus the version columns is R; TypeScript cannot see that through the generic spread.
+  return { ...fields, v_at: v.at, v_rank: rank, v_id: v.id } as R;
 }
 
 export function applyArticlePublished(
   event: ArticlePublished,
   current: ArticleRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event, 0);
-  if (!supersedes(v, articleVersion(current))) return null;
   const data = event.data;
-  return {
-    table: 'articles',
-    row: {
-      article_id: data.article_id,
-      order_id: data.order_id,
-      article_url: data.article_url,
-      website_domain: data.website_domain ?? websiteDomainOf(data.article_url),
-      published_at_ms: toEpochMs(data.published_at),
-      removed: 0,
-      v_at: v.at,
-      v_rank: 0,
-      v_id: v.id,
-    },
-  };
+  const row = newerRow<ArticleRow>(event, 0, current, {
+    article_id: data.article_id,
+    order_id: data.order_id,
+    article_url: data.article_url,
+    website_domain: data.website_domain ?? websiteDomainOf(data.article_url),
+    published_at_ms: toEpochMs(data.published_at),
+    removed: 0,
+  });
+  return row === null ? null : { table: 'articles', row };
 }
 
+/** A tombstone: nothing of the article is kept but its order, so any order of facts leaves the same row. */
 export function applyArticleRemoved(
   event: ArticleRemoved,
   current: ArticleRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event, 1);
-  if (!supersedes(v, articleVersion(current))) return null;
-  return {
-    table: 'articles',
-    row: {
-      article_id: event.data.article_id,
-      order_id: event.data.order_id,
-      article_url: null,
-      website_domain: null,
-      published_at_ms: null,
-      removed: 1,
-      v_at: v.at,
-      v_rank: 1,
-      v_id: v.id,
-    },
-  };
-}
-
-function apiKeyVersion(row: ApiKeyRow | undefined): FactVersion | null {
-  return row === undefined ? null : { at: row.v_at, rank: row.v_rank, id: row.v_id };
+  const row = newerRow<ArticleRow>(event, 1, current, {
+    article_id: event.data.article_id,
+    order_id: event.data.order_id,
+    article_url: null,
+    website_domain: null,
+    published_at_ms: null,
+    removed: 1,
+  });
+  return row === null ? null : { table: 'articles', row };
 }
 
 export function applyApiKeyIssued(
   event: ApiKeyIssued,
   current: ApiKeyRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event, 0);
-  if (!supersedes(v, apiKeyVersion(current))) return null;
-  return {
-    table: 'api_keys',
-    row: {
-      key_id: event.data.key_id,
-      org_id: event.data.organization_id,
-      key_sha256: event.data.key_sha256,
-      revoked: 0,
-      v_at: v.at,
-      v_rank: 0,
-      v_id: v.id,
-    },
-  };
+  const row = newerRow<ApiKeyRow>(event, 0, current, {
+    key_id: event.data.key_id,
+    org_id: event.data.organization_id,
+    key_sha256: event.data.key_sha256,
+    revoked: 0,
+  });
+  return row === null ? null : { table: 'api_keys', row };
 }
 
 export function applyApiKeyRevoked(
   event: ApiKeyRevoked,
   current: ApiKeyRow | undefined,
 ): ReadModelChange | null {
-  const v = versionOf(event, 1);
-  if (!supersedes(v, apiKeyVersion(current))) return null;
-  return {
-    table: 'api_keys',
-    row: {
-      key_id: event.data.key_id,
-      org_id: null,
-      key_sha256: null,
-      revoked: 1,
-      v_at: v.at,
-      v_rank: 1,
-      v_id: v.id,
-    },
-  };
+  const row = newerRow<ApiKeyRow>(event, 1, current, {
+    key_id: event.data.key_id,
+    org_id: null,
+    key_sha256: null,
+    revoked: 1,
+  });
+  return row === null ? null : { table: 'api_keys', row };
 }
 
 /** The change one event makes to the read model, or null when it changes nothing. */

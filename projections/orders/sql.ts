@@ -25,7 +25,7 @@ export const writeSql = {
   decrementOrderCount: `UPDATE org_order_counts SET orders = orders - 1 WHERE org_id = ? AND listed_status = ?`,
   /** A zero counter means the same as no counter: removing it keeps table dumps independent of history. */
   dropEmptyOrderCount: `DELETE FROM org_order_counts WHERE org_id = ? AND listed_status = ? AND orders = 0`,
-  selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets`,
+  selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition`,
   upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset`,
   insertDeadLetter: `INSERT OR IGNORE INTO dead_letters
@@ -56,4 +56,18 @@ export const readSql = {
     WHERE a.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL AND a.removed = 0
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,
   orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+} as const;
+
+/** What the operator's CLI reads (`status`, `dead-letters`). */
+export const operatorSql = {
+  modelCounts: `SELECT
+      (SELECT coalesce(sum(orders), 0) FROM org_order_counts) AS listedOrders,
+      (SELECT count(DISTINCT org_id) FROM org_order_counts) AS organizations,
+      (SELECT count(*) FROM articles WHERE removed = 0) AS articles,
+      (SELECT count(*) FROM api_keys WHERE revoked = 0) AS activeKeys,
+      (SELECT count(*) FROM dead_letters) AS deadLetters`,
+  deadLettersByReason: `SELECT reason, count(*) AS n FROM dead_letters GROUP BY reason ORDER BY n DESC`,
+  newestDeadLetters: `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
+      substr(CAST(raw_value AS TEXT), 1, 200) AS value_preview
+    FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
 } as const;

@@ -1,17 +1,19 @@
 /** The CLI's subcommands. Each receives what it needs; main.ts builds it. */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import Database from 'better-sqlite3';
-import { Kafka, Partitioners, type Admin } from 'kafkajs';
+import { Kafka, Partitioners } from 'kafkajs';
 import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { operatorSql, writeSql } from '../../projections/orders/sql.js';
 import { requireBrokers, type ServiceConfig } from '../config.js';
+import { withAdmin } from '../consumer/admin.js';
 import { modelLag } from '../consumer/lag.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
 import { demoEvents } from '../demo/data.js';
 import { sha256Hex } from '../http/auth.js';
 import { kafkaLogCreator, type Logger } from '../logger.js';
-import { projectionVersionOf } from '../read-model/database.js';
+import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
+import { offsetKey } from '../read-model/writer.js';
 import { ModelFiles } from '../read-model/files.js';
 import { progressReporter } from './progress.js';
 
@@ -28,16 +30,6 @@ function kafkaOf({ config, logger }: CommandContext): Kafka {
     brokers: requireBrokers(config),
     logCreator: kafkaLogCreator(logger),
   });
-}
-
-async function withAdmin<T>(kafka: Kafka, work: (admin: Admin) => Promise<T>): Promise<T> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    return await work(admin);
-  } finally {
-    await admin.disconnect();
-  }
 }
 
 async function withPublisher(
@@ -133,12 +125,12 @@ export async function publishDemoData(
   );
 }
 
-function openLive(ctx: CommandContext): { file: string; db: Database.Database } {
+function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } {
   const file = new ModelFiles(ctx.config.dataDir).currentFile();
   if (file === null || !existsSync(file)) {
     throw new Error(`No read model in ${ctx.config.dataDir} yet: start the service or run a rebuild first.`);
   }
-  return { file, db: new Database(file, { readonly: true, fileMustExist: true }) };
+  return { file, db: openReadModel(file, { readonly: true, anyProjectionVersion: true }) };
 }
 
 export function deadLetters(
@@ -149,22 +141,13 @@ export function deadLetters(
   const { db } = openLive(ctx);
   try {
     if (mode === 'count') {
-      const rows = db
-        .prepare('SELECT reason, count(*) AS n FROM dead_letters GROUP BY reason ORDER BY n DESC')
-        .all() as {
-        reason: string;
-        n: number;
-      }[];
+      const rows = db.prepare(operatorSql.deadLettersByReason).all() as { reason: string; n: number }[];
       const total = rows.reduce((sum, r) => sum + r.n, 0);
       ctx.print(JSON.stringify({ total, byReason: Object.fromEntries(rows.map((r) => [r.reason, r.n])) }));
       return;
     }
     const rows = db
-      .prepare(
-        `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
-                substr(CAST(raw_value AS TEXT), 1, 200) AS value_preview
-         FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
-      )
+      .prepare(operatorSql.newestDeadLetters)
       .all({ reason: options.reason ?? null, limit: options.limit });
     for (const row of rows) ctx.print(JSON.stringify(row));
   } finally {
@@ -175,10 +158,7 @@ export function deadLetters(
 export async function status(ctx: CommandContext): Promise<void> {
   const { file, db } = openLive(ctx);
   try {
-    const count = (sql: string): number => (db.prepare(sql).get() as { n: number }).n;
-    const offsets = db
-      .prepare('SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition')
-      .all() as {
+    const offsets = db.prepare(writeSql.selectOffsets).all() as {
       topic: string;
       partition: number;
       next_offset: number;
@@ -187,17 +167,13 @@ export async function status(ctx: CommandContext): Promise<void> {
       file,
       projectionVersion: projectionVersionOf(db),
       codeProjectionVersion: PROJECTION_VERSION,
-      listedOrders: count('SELECT coalesce(sum(orders), 0) AS n FROM org_order_counts'),
-      organizations: count('SELECT count(DISTINCT org_id) AS n FROM org_order_counts'),
-      articles: count('SELECT count(*) AS n FROM articles WHERE removed = 0'),
-      activeKeys: count('SELECT count(*) AS n FROM api_keys WHERE revoked = 0'),
-      deadLetters: count('SELECT count(*) AS n FROM dead_letters'),
+      ...(db.prepare(operatorSql.modelCounts).get() as Record<string, number>),
       abandonedBuilds: new ModelFiles(ctx.config.dataDir).abandonedBuilds(),
     };
     if (ctx.config.kafka.brokers.length > 0) {
-      const stored = new Map(offsets.map((o) => [`${o.topic}/${o.partition}`, o.next_offset]));
+      const stored = new Map(offsets.map((o) => [offsetKey(o.topic, o.partition), o.next_offset]));
       const partitions = await withAdmin(kafkaOf(ctx), (admin) =>
-        modelLag(admin, Object.values(ctx.config.topics), (t, p) => stored.get(`${t}/${p}`)),
+        modelLag(admin, Object.values(ctx.config.topics), (t, p) => stored.get(offsetKey(t, p))),
       );
       report['totalLag'] = partitions.reduce((sum, p) => sum + p.lag, 0);
       report['partitions'] = partitions;

@@ -2,7 +2,14 @@
  * The one place where Kafka bytes become a typed event. Everything after it
  * sees a DomainEvent; everything that fails here becomes a dead letter.
  */
-import { DomainEvent, EventEnvelope, topicRoles, type TopicRole } from '../../schemas/events.js';
+import {
+  EventEnvelope,
+  eventDataSchemas,
+  topicRoleOfType,
+  type DomainEvent,
+  type EventType,
+  type TopicRole,
+} from '../../schemas/events.js';
 import type { z } from 'zod';
 
 export type DeadLetterReason =
@@ -18,12 +25,11 @@ export type Decoded =
   { ok: true; event: DomainEvent } | { ok: false; reason: DeadLetterReason; detail: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const knownTypes = new Set<string>(Object.values(topicRoles).flat());
 
-function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.ZodError, under: PropertyKey[] = []): string {
   return error.issues
     .slice(0, 5)
-    .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)
+    .map((issue) => `${[...under, ...issue.path].map(String).join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
 }
 
@@ -46,12 +52,17 @@ export function decodeEvent(role: TopicRole, value: Buffer | null): Decoded {
   if (!envelope.success)
     return { ok: false, reason: 'invalid_envelope', detail: describeIssues(envelope.error) };
   const type = envelope.data.type;
-  if (!knownTypes.has(type))
+  const owner = topicRoleOfType.get(type);
+  if (owner === undefined)
     return { ok: false, reason: 'unknown_type', detail: `unknown event type "${type}"` };
-  if (!(topicRoles[role] as readonly string[]).includes(type)) {
+  if (owner !== role) {
     return { ok: false, reason: 'wrong_topic', detail: `"${type}" does not belong on the ${role} topic` };
   }
-  const event = DomainEvent.safeParse(json);
-  if (!event.success) return { ok: false, reason: 'invalid_payload', detail: describeIssues(event.error) };
-  return { ok: true, event: event.data };
+  // The envelope is valid already: only the payload is left to check, against its type's schema.
+  const data = eventDataSchemas[type as EventType].safeParse(envelope.data.data);
+  if (!data.success) {
+    return { ok: false, reason: 'invalid_payload', detail: describeIssues(data.error, ['data']) };
+  }
+  // Type and data were checked together above; TypeScript cannot correlate them through the lookup.
+  return { ok: true, event: { ...envelope.data, data: data.data } as DomainEvent };
 }

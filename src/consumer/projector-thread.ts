@@ -2,7 +2,7 @@
 import { Worker } from 'node:worker_threads';
 import type { ServiceConfig } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { BatchOutcome } from '../read-model/writer.js';
+import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
 
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };
 export type FromProjectorThread =
@@ -36,19 +36,18 @@ export async function startProjectorThread(options: {
     resourceLimits: { maxOldGenerationSizeMb: 192 },
   });
   const offsets = new Map<string, number>();
-  const key = (topic: string, partition: number): string => `${partition}:${topic}`;
   let stopped: () => void = () => undefined;
   const whenStopped = new Promise<void>((resolve) => (stopped = resolve));
   const started = new Promise<void>((resolve, reject) => {
     worker.on('message', (message: FromProjectorThread) => {
       switch (message.type) {
         case 'started':
-          for (const o of message.offsets) offsets.set(key(o.topic, o.partition), o.nextOffset);
+          for (const o of message.offsets) offsets.set(offsetKey(o.topic, o.partition), o.nextOffset);
           resolve();
           return;
         case 'batch':
           if (message.outcome.nextOffset !== null) {
-            offsets.set(key(message.topic, message.partition), message.outcome.nextOffset);
+            offsets.set(offsetKey(message.topic, message.partition), message.outcome.nextOffset);
           }
           options.onBatch(message.topic, message.partition, message.outcome);
           return;
@@ -68,7 +67,7 @@ export async function startProjectorThread(options: {
   });
   await started;
   return {
-    storedOffset: (topic, partition) => offsets.get(key(topic, partition)),
+    storedOffset: (topic, partition) => offsets.get(offsetKey(topic, partition)),
     pause: () => worker.postMessage({ type: 'pause' } satisfies ToProjectorThread),
     stop: async () => {
       worker.postMessage({ type: 'stop' } satisfies ToProjectorThread);

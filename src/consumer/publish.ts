@@ -1,22 +1,11 @@
 /** Publishing events the way the contract says (JSON value, keyed by order id or key id), in order per key. */
 import type { Producer } from 'kafkajs';
-import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import { topicRoleOfType, type DomainEvent, type TopicRole } from '../../schemas/events.js';
 
 export function topicRoleOf(event: DomainEvent): TopicRole {
-  switch (event.type) {
-    case 'order.created':
-    case 'order.updated':
-    case 'order.deleted':
-      return 'orders';
-    case 'order.status_changed':
-      return 'orderStatus';
-    case 'article.published':
-    case 'article.removed':
-      return 'articles';
-    case 'api_key.issued':
-    case 'api_key.revoked':
-      return 'apiKeys';
-  }
+  const role = topicRoleOfType.get(event.type);
+  if (role === undefined) throw new Error(`no topic carries ${event.type}`);
+  return role;
 }
 
 export function messageKeyOf(event: DomainEvent): string {

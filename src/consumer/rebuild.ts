@@ -10,6 +10,8 @@ import type { Logger } from '../logger.js';
 import { closeAsStandaloneFile, openReadModel } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter, type BatchOutcome } from '../read-model/writer.js';
+import { withAdmin } from './admin.js';
+import { modelLag } from './lag.js';
 import { startProjector } from './projector.js';
 
 export interface RebuildProgress {
@@ -42,32 +44,18 @@ export class RebuildAborted extends Error {
   readonly code = 'REBUILD_ABORTED';
 }
 
-interface PartitionTarget {
-  topic: string;
-  partition: number;
-  low: number;
-  high: number;
-}
-
 export async function rebuildModel(options: RebuildOptions): Promise<RebuildResult> {
   const started = Date.now();
-  const admin = options.kafka.admin();
-  await admin.connect();
-  const targets: PartitionTarget[] = [];
-  try {
-    for (const topic of Object.values(options.topics)) {
-      for (const p of await admin.fetchTopicOffsets(topic)) {
-        targets.push({ topic, partition: p.partition, low: Number(p.low), high: Number(p.high) });
-      }
-    }
-  } finally {
-    await admin.disconnect();
-  }
+  // Where each partition's log starts and ends now: the rebuild's targets.
+  const targets = (
+    await withAdmin(options.kafka, (admin) => modelLag(admin, Object.values(options.topics), () => undefined))
+  ).map((p) => ({ topic: p.topic, partition: p.partition, low: p.nextOffset, high: p.highWatermark }));
   const total = targets.reduce((sum, t) => sum + (t.high - t.low), 0);
 
   const building = options.files.newBuildingFile();
   const db = openReadModel(building);
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
+  let deadLetters = 0;
   const progress = (): RebuildProgress => ({
     total,
     deadLetters,
@@ -78,7 +66,6 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
   });
   const caughtUp = (): boolean =>
     targets.every((t) => t.high <= t.low || (writer.storedOffset(t.topic, t.partition) ?? t.low) >= t.high);
-  let deadLetters = 0;
   options.logger.info({ file: building, total, partitions: targets.length }, 'rebuild started');
 
   try {
@@ -124,13 +111,6 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
 }
 
 async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
-  const admin = kafka.admin();
-  try {
-    await admin.connect();
-    await admin.deleteGroups([groupId]);
-  } catch {
-    // best effort: an empty leftover group expires on the broker by itself
-  } finally {
-    await admin.disconnect();
-  }
+  // Best effort: an empty leftover group expires on the broker by itself.
+  await withAdmin(kafka, (admin) => admin.deleteGroups([groupId])).catch(() => undefined);
 }

@@ -13,7 +13,7 @@ import type { ServiceMetrics } from '../metrics.js';
 import type { ReadModelReader } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
 import { responseSerializerCompiler } from './serializer.js';
-import { ApiError, notFoundOrder, sendError, statusName } from './errors.js';
+import { ApiError, notFoundOrder, sendError, statusError } from './errors.js';
 import { ordersRoutes } from './routes/orders.js';
 
 declare module 'fastify' {
@@ -69,21 +69,17 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       const statusCode = error.statusCode ?? 400;
       void sendError(
         reply,
-        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
-          ? notFoundOrder()
-          : new ApiError(statusCode, statusName(statusCode), error.message),
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? notFoundOrder() : statusError(statusCode, error.message),
       );
     },
     clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
       // Node rejects oversized headers (and with them oversized URLs) before Fastify sees the request.
       const statusCode = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      const body = JSON.stringify({
-        error: statusName(statusCode),
-        message: clientErrorMessages[statusCode],
-      });
+      const answer = statusError(statusCode, clientErrorMessages[statusCode] ?? '');
+      const body = JSON.stringify(answer.body());
       if (socket.writable) {
         socket.end(
-          `HTTP/1.1 ${statusCode} ${statusName(statusCode)}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `HTTP/1.1 ${statusCode} ${answer.error}\r\nContent-Type: application/json; charset=utf-8\r\n` +
             `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       } else {
@@ -141,20 +137,16 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
         })
         .find((name) => name in queryParamErrors);
       const known = field === undefined ? undefined : queryParamErrors[field];
-      return sendError(reply, known ?? new ApiError(400, 'Bad Request', error.message));
+      return sendError(reply, known ?? statusError(400, error.message));
     }
     const statusCode = error.statusCode ?? 500;
-    if (statusCode < 500)
-      return sendError(reply, new ApiError(statusCode, statusName(statusCode), error.message));
+    if (statusCode < 500) return sendError(reply, statusError(statusCode, error.message));
     request.log.error({ err: error }, 'request failed');
-    return sendError(reply, new ApiError(500, 'Internal Server Error', 'An unexpected error occurred.'));
+    return sendError(reply, statusError(500, 'An unexpected error occurred.'));
   });
 
   app.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      new ApiError(404, 'Not Found', `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`),
-    ),
+    sendError(reply, statusError(404, `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`)),
   );
 
   await app.register(

@@ -18,6 +18,10 @@ export class ApiError extends Error {
   }
 }
 
+/** An error named after its HTTP status (`Bad Request`, `Payload Too Large`, …). */
+export const statusError = (statusCode: number, message: string): ApiError =>
+  new ApiError(statusCode, statusName(statusCode), message);
+
 export const notFoundOrder = (): ApiError =>
   new ApiError(404, 'Not Found', 'The order was not found or is not accessible with this API key.');
 
@@ -28,6 +32,6 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
   return reply.code(error.statusCode).headers(error.headers).send(error.body());
 }
 
-export function statusName(statusCode: number): string {
+function statusName(statusCode: number): string {
   return STATUS_CODES[statusCode] ?? 'Error';
 }

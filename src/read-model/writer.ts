@@ -162,7 +162,8 @@ export class ReadModelWriter {
   }
 }
 
-function offsetKey(topic: string, partition: number): string {
+/** The key of a partition in offset maps. */
+export function offsetKey(topic: string, partition: number): string {
   return `${partition}:${topic}`;
 }
 

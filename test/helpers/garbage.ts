@@ -1,4 +1,4 @@
-import { topicRoles, type TopicRole } from '../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/events.js';
 import { at } from './events.js';
 
 const envelope = (i: number, type: string, data: unknown): Buffer =>
@@ -49,7 +49,7 @@ export function garbageMessages(
   return Array.from({ length: count }, (_, i) => {
     const kind = kinds[i % kinds.length]!;
     const role = roles[i % roles.length]!;
-    const misplaced = kind.type !== undefined && !(topicRoles[role] as readonly string[]).includes(kind.type);
+    const misplaced = kind.type !== undefined && topicRoleOfType.get(kind.type) !== role;
     return { role, key: `garbage-${i}`, raw: kind.make(i), reason: misplaced ? 'wrong_topic' : kind.reason };
   });
 }

@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, inject } from 'vitest';
 import type { TopicRole } from '../../schemas/events.js';
+import { loopbackServiceEnv } from '../../scripts/service-env.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -21,22 +22,10 @@ export function serviceEnv(options: {
   adminPort?: number;
   groupId: string;
 }): NodeJS.ProcessEnv {
+  // A short session lets a restarted service rejoin its group soon after a SIGKILL.
   return {
-    PATH: process.env['PATH'],
-    HOME: process.env['HOME'],
-    KAFKA_BROKERS: inject('kafkaBrokers'),
-    KAFKA_GROUP_ID: options.groupId,
+    ...loopbackServiceEnv({ ...options, brokers: inject('kafkaBrokers') }),
     KAFKA_SESSION_TIMEOUT_MS: '6000',
-    TOPIC_ORDERS: options.topics.orders,
-    TOPIC_ORDER_STATUS: options.topics.orderStatus,
-    TOPIC_ARTICLES: options.topics.articles,
-    TOPIC_API_KEYS: options.topics.apiKeys,
-    DATA_DIR: options.dataDir,
-    HTTP_HOST: '127.0.0.1',
-    HTTP_PORT: String(options.httpPort),
-    ADMIN_HOST: '127.0.0.1',
-    ADMIN_PORT: String(options.adminPort ?? 0),
-    LOG_LEVEL: 'info',
   };
 }
 
