@@ -34,7 +34,11 @@ export type ReadModelChange =
 export interface OrderListing {
   orgId: number;
   status: ListedStatus;
+  /** UTC day of created_at: floor(created_at_ms / 86 400 000) */
+  day: number;
 }
+
+export const DAY_MS = 86_400_000;
 
 export function toEpochMs(rfc3339: string): number {
   return Date.parse(rfc3339);
@@ -83,8 +87,8 @@ function withListedStatus(row: OrderRow): OrderRow {
 }
 
 export function listingOf(row: OrderRow | undefined): OrderListing | null {
-  if (row?.listed_status == null || row.org_id === null) return null;
-  return { orgId: row.org_id, status: row.listed_status };
+  if (row?.listed_status == null || row.org_id === null || row.created_at_ms === null) return null;
+  return { orgId: row.org_id, status: row.listed_status, day: Math.floor(row.created_at_ms / DAY_MS) };
 }
 
 function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelChange {

@@ -2,6 +2,7 @@
  * The SQL that writes and reads the read model's tables. src/ prepares and
  * executes these; it writes no SQL of its own against these tables.
  */
+import { DAY_MS } from './evolve.js';
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
 /** An in-place upsert: unlike INSERT OR REPLACE it touches only the indexes of columns that change. */
@@ -25,6 +26,10 @@ export const writeSql = {
   decrementOrderCount: `UPDATE org_order_counts SET orders = orders - 1 WHERE org_id = ? AND listed_status = ?`,
   /** A zero counter means the same as no counter: removing it keeps table dumps independent of history. */
   dropEmptyOrderCount: `DELETE FROM org_order_counts WHERE org_id = ? AND listed_status = ? AND orders = 0`,
+  incrementOrderDay: `INSERT INTO org_order_days (org_id, day, listed_status, orders) VALUES (?, ?, ?, 1)
+    ON CONFLICT (org_id, day, listed_status) DO UPDATE SET orders = orders + 1`,
+  decrementOrderDay: `UPDATE org_order_days SET orders = orders - 1 WHERE org_id = ? AND day = ? AND listed_status = ?`,
+  dropEmptyOrderDay: `DELETE FROM org_order_days WHERE org_id = ? AND day = ? AND listed_status = ? AND orders = 0`,
   selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition`,
   upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset`,
@@ -34,26 +39,37 @@ export const writeSql = {
 } as const;
 
 const orderListColumns = `order_id AS id, title, listed_status, distribution_ms, created_at_ms`;
+const newestFirst = `ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`;
 
 export const readSql = {
-  /** Walks `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */
+  /** Walks the covering index `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */
   listOrders: `SELECT ${orderListColumns} FROM orders
-    WHERE org_id = @orgId AND listed_status IS NOT NULL
-    ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`,
-  /** Walks `orders_listed_by_org_status` backwards. */
+    WHERE org_id = @orgId AND listed_status IS NOT NULL ${newestFirst}`,
+  /** Walks the covering index `orders_listed_by_org_status` backwards. */
   listOrdersByStatus: `SELECT ${orderListColumns} FROM orders
-    WHERE org_id = @orgId AND listed_status = @status
-    ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`,
+    WHERE org_id = @orgId AND listed_status = @status ${newestFirst}`,
+  /** `listOrders` from the end of day @day backwards: OFFSET counts within that day only. */
+  listOrdersFromDay: `SELECT ${orderListColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status IS NOT NULL AND created_at_ms < (@day + 1) * ${DAY_MS}
+    ${newestFirst}`,
+  listOrdersByStatusFromDay: `SELECT ${orderListColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status = @status AND created_at_ms < (@day + 1) * ${DAY_MS}
+    ${newestFirst}`,
+  /** Listed orders per day, newest day first (both statuses of a day are adjacent): where a deep offset falls. */
+  ordersPerDay: `SELECT day, orders FROM org_order_days WHERE org_id = @orgId ORDER BY day DESC`,
+  ordersPerDayByStatus: `SELECT day, orders FROM org_order_days
+    WHERE org_id = @orgId AND listed_status = @status ORDER BY day DESC`,
   countOrders: `SELECT coalesce(sum(orders), 0) AS total FROM org_order_counts WHERE org_id = @orgId`,
   countOrdersByStatus: `SELECT coalesce(sum(orders), 0) AS total FROM org_order_counts
     WHERE org_id = @orgId AND listed_status = @status`,
-  /** The order only when it is listed and belongs to the organization. */
-  listedOrderOfOrg: `SELECT order_id AS id, title FROM orders
-    WHERE order_id = @orderId AND org_id = @orgId AND listed_status IS NOT NULL`,
-  /** Scoped by organization through the order, so the query alone can never return another organization's articles. */
-  articlesOfOrder: `SELECT a.article_id AS id, a.article_url, a.website_domain, a.published_at_ms
-    FROM articles a JOIN orders o ON o.order_id = a.order_id
-    WHERE a.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL AND a.removed = 0
+  /**
+   * The order's title (when it is listed and belongs to the organization) with its articles, one row
+   * per article or a single row with NULL article columns; no row when the order is not accessible.
+   * Scoped by organization through the order, so the query can never return another organization's articles.
+   */
+  articlesOfOrder: `SELECT o.title, a.article_id AS id, a.article_url, a.website_domain, a.published_at_ms
+    FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND a.removed = 0
+    WHERE o.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,
   orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
 } as const;

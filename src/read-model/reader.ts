@@ -1,28 +1,52 @@
 /** Executes the read-model queries for the API; every query is scoped by organization in SQL. */
 import type { Statement } from 'better-sqlite3';
+import { DAY_MS } from '../../projections/orders/evolve.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
 import { readSql } from '../../projections/orders/sql.js';
 import type { Article, Order } from '../../schemas/api.js';
 import type { ReadModelDatabase } from './database.js';
 
-interface OrderListRow {
-  id: number;
-  title: string;
-  listed_status: ListedStatus;
-  distribution_ms: number | null;
-  created_at_ms: number;
-}
+/** `listOrders*` rows in raw mode: [id, title, listed_status, distribution_ms, created_at_ms] */
+type OrderListRow = [number, string, ListedStatus, number | null, number];
 
-interface ArticleListRow {
-  id: number;
+/** One row per article; one row with NULL article columns when the order has none. */
+interface OrderArticleRow {
+  title: string;
+  id: number | null;
   article_url: string;
   website_domain: string;
   published_at_ms: number;
 }
 
-/** `YYYY-MM-DD HH:MM:SS` in UTC. */
-export function formatApiTimestamp(epochMs: number): string {
+const twoDigits = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
+/** `YYYY-MM-DD ` of each UTC day met so far; a few hundred per year of data. */
+const dayPrefixes = new Map<number, string>();
+const maxCachedDays = 100_000;
+/** Years 0000–9999, the range of RFC 3339 timestamps. */
+const fastRange = {
+  from: Date.parse('0000-01-01T00:00:00Z'),
+  to: Date.parse('9999-12-31T23:59:59.999Z') + 1,
+};
+
+function isoTimestamp(epochMs: number): string {
   return new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
+}
+
+/**
+ * `YYYY-MM-DD HH:MM:SS` in UTC. A page of 50 orders formats 100 of these, so the date part is
+ * computed once per day and the time of day with integer arithmetic.
+ */
+export function formatApiTimestamp(epochMs: number): string {
+  if (!(epochMs >= fastRange.from && epochMs < fastRange.to)) return isoTimestamp(epochMs);
+  const day = Math.floor(epochMs / DAY_MS);
+  let prefix = dayPrefixes.get(day);
+  if (prefix === undefined) {
+    if (dayPrefixes.size >= maxCachedDays) dayPrefixes.clear();
+    prefix = isoTimestamp(day * DAY_MS).slice(0, 11);
+    dayPrefixes.set(day, prefix);
+  }
+  const seconds = Math.floor((epochMs - day * DAY_MS) / 1000);
+  return `${prefix}${twoDigits[Math.floor(seconds / 3600)]}:${twoDigits[Math.floor(seconds / 60) % 60]}:${twoDigits[seconds % 60]}`;
 }
 
 export interface OrderPageQuery {
@@ -32,13 +56,42 @@ export interface OrderPageQuery {
   offset: number;
 }
 
+export interface ReaderOptions {
+  /**
+   * From this offset on, a page starts from the day holding its first order (org_order_days) instead
+   * of stepping over every newer order; below it stepping the index is cheaper.
+   */
+  deepOffsetFrom?: number;
+}
+
+/** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
+const rawStatements: ReadonlySet<keyof typeof readSql> = new Set([
+  'listOrders',
+  'listOrdersByStatus',
+  'listOrdersFromDay',
+  'listOrdersByStatusFromDay',
+  'ordersPerDay',
+  'ordersPerDayByStatus',
+]);
+
 export class ReadModelReader {
   private readonly statements: { [K in keyof typeof readSql]: Statement };
+  private readonly deepOffsetFrom: number;
+  /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
+  private readonly pageInSnapshot: (query: OrderPageQuery) => { orders: Order[]; total: number };
 
-  constructor(readonly db: ReadModelDatabase) {
+  constructor(
+    readonly db: ReadModelDatabase,
+    options: ReaderOptions = {},
+  ) {
     this.statements = Object.fromEntries(
-      Object.entries(readSql).map(([name, sql]) => [name, db.prepare(sql)]),
+      Object.entries(readSql).map(([name, sql]) => {
+        const statement = db.prepare(sql);
+        return [name, rawStatements.has(name as keyof typeof readSql) ? statement.raw(true) : statement];
+      }),
     ) as { [K in keyof typeof readSql]: Statement };
+    this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
+    this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
 
   orgOfKeyHash(keySha256: string): number | null {
@@ -48,46 +101,76 @@ export class ReadModelReader {
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
-    return this.db.transaction(() => {
-      const rows = (
-        query.status === null
-          ? this.statements.listOrders.all(query)
-          : this.statements.listOrdersByStatus.all(query)
+    return this.pageInSnapshot(query);
+  }
+
+  private page(query: OrderPageQuery): { orders: Order[]; total: number } {
+    const s = this.statements;
+    const all = query.status === null;
+    const { total } = (all ? s.countOrders : s.countOrdersByStatus).get(query) as { total: number };
+    let rows: OrderListRow[] = [];
+    if (query.offset < this.deepOffsetFrom) {
+      rows = (all ? s.listOrders : s.listOrdersByStatus).all(query) as OrderListRow[];
+    } else if (query.offset < total) {
+      const start = this.dayOfOffset(query);
+      rows = (
+        start === null
+          ? (all ? s.listOrders : s.listOrdersByStatus).all(query)
+          : (all ? s.listOrdersFromDay : s.listOrdersByStatusFromDay).all({
+              ...query,
+              day: start.day,
+              offset: query.offset - start.newer,
+            })
       ) as OrderListRow[];
-      const { total } = (
-        query.status === null
-          ? this.statements.countOrders.get(query)
-          : this.statements.countOrdersByStatus.get(query)
-      ) as { total: number };
-      return {
-        total,
-        orders: rows.map((row) => ({
-          id: row.id,
-          press_release_title: row.title,
-          order_status: row.listed_status,
-          distribution_date_utc: formatApiTimestamp(row.distribution_ms ?? row.created_at_ms),
-          created_at: formatApiTimestamp(row.created_at_ms),
-        })),
-      };
-    })();
+    }
+    return {
+      total,
+      orders: rows.map(([id, title, status, distributionMs, createdAtMs]) => ({
+        id,
+        press_release_title: title,
+        order_status: status,
+        distribution_date_utc: formatApiTimestamp(distributionMs ?? createdAtMs),
+        created_at: formatApiTimestamp(createdAtMs),
+      })),
+    };
+  }
+
+  /**
+   * The day holding the order at `query.offset` and how many listed orders are newer than that
+   * day, found by summing whole days from the newest instead of stepping over each newer order;
+   * null if the day counts do not reach the offset.
+   */
+  private dayOfOffset(query: OrderPageQuery): { day: number; newer: number } | null {
+    const perDay =
+      query.status === null ? this.statements.ordersPerDay : this.statements.ordersPerDayByStatus;
+    let seen = 0;
+    let current = null as { day: number; newer: number } | null;
+    // Both statuses of one day are adjacent rows.
+    for (const [day, orders] of perDay.iterate(query) as Iterable<[number, number]>) {
+      if (current?.day !== day) current = { day, newer: seen };
+      seen += orders;
+      if (seen > query.offset) return current;
+    }
+    return null;
   }
 
   /** The order's title and articles, or null when the order is not listed for this organization. */
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null {
-    return this.db.transaction(() => {
-      const order = this.statements.listedOrderOfOrg.get({ orgId, orderId }) as
-        { id: number; title: string } | undefined;
-      if (order === undefined) return null;
-      const rows = this.statements.articlesOfOrder.all({ orgId, orderId }) as ArticleListRow[];
-      return {
-        title: order.title,
-        articles: rows.map((row) => ({
-          id: row.id,
-          article_url: row.article_url,
-          published_at: formatApiTimestamp(row.published_at_ms),
-          website_domain: row.website_domain,
-        })),
-      };
-    })();
+    // One statement: one snapshot, no explicit transaction needed.
+    const rows = this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[];
+    const first = rows[0];
+    if (first === undefined) return null;
+    if (first.id === null) return { title: first.title, articles: [] };
+    // The LEFT JOIN found articles, so every row has one.
+    const articleRows = rows as (OrderArticleRow & { id: number })[];
+    return {
+      title: first.title,
+      articles: articleRows.map((row) => ({
+        id: row.id,
+        article_url: row.article_url,
+        published_at: formatApiTimestamp(row.published_at_ms),
+        website_domain: row.website_domain,
+      })),
+    };
   }
 }

@@ -144,12 +144,23 @@ export class ReadModelWriter {
         this.statements.upsertOrder.run(change.row);
         const before = listingOf(change.before);
         const after = listingOf(change.row);
-        if (before?.orgId === after?.orgId && before?.status === after?.status) return;
+        if (
+          before?.orgId === after?.orgId &&
+          before?.status === after?.status &&
+          before?.day === after?.day
+        ) {
+          return;
+        }
         if (before !== null) {
           this.statements.decrementOrderCount.run(before.orgId, before.status);
           this.statements.dropEmptyOrderCount.run(before.orgId, before.status);
+          this.statements.decrementOrderDay.run(before.orgId, before.day, before.status);
+          this.statements.dropEmptyOrderDay.run(before.orgId, before.day, before.status);
         }
-        if (after !== null) this.statements.incrementOrderCount.run(after.orgId, after.status);
+        if (after !== null) {
+          this.statements.incrementOrderCount.run(after.orgId, after.status);
+          this.statements.incrementOrderDay.run(after.orgId, after.day, after.status);
+        }
         return;
       }
       case 'articles':

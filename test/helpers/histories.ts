@@ -96,7 +96,8 @@ export function historyArbitrary(shape: HistoryShape): fc.Arbitrary<DomainEvent[
                 order_id: f.orderId,
                 organization_id: f.orgId,
                 status: f.status,
-                created_at: at(f.minute),
+                // spread over three UTC days, so re-created orders move between day counters
+                created_at: at(f.minute * 241),
                 distribution_date: f.scheduled === null ? null : at(f.scheduled + 30),
               },
               m,

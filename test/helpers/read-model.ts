@@ -1,3 +1,4 @@
+import { DAY_MS } from '../../projections/orders/evolve.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
@@ -43,18 +44,34 @@ export function memoryReadModel(): {
 export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
   return {
     orders: db.prepare('SELECT * FROM orders ORDER BY order_id').all(),
-    org_order_counts: db.prepare('SELECT * FROM org_order_counts ORDER BY org_id, listed_status').all(),
+    ...storedCounters(db),
     articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
     api_keys: db.prepare('SELECT * FROM api_keys ORDER BY key_id').all(),
   };
 }
 
-/** The counters recomputed with COUNT(*): what org_order_counts must always equal. */
-export function recountedOrderCounts(db: ReadModelDatabase): unknown[] {
-  return db
-    .prepare(
-      `SELECT org_id, listed_status, count(*) AS orders FROM orders WHERE listed_status IS NOT NULL
-       GROUP BY org_id, listed_status ORDER BY org_id, listed_status`,
-    )
-    .all();
+/** The counters kept by the projection (org_order_counts, org_order_days), ordered. */
+export function storedCounters(db: ReadModelDatabase): Record<string, unknown[]> {
+  return {
+    org_order_counts: db.prepare('SELECT * FROM org_order_counts ORDER BY org_id, listed_status').all(),
+    org_order_days: db.prepare('SELECT * FROM org_order_days ORDER BY org_id, day, listed_status').all(),
+  };
+}
+
+/** The counters recomputed with COUNT(*) over the orders: what `storedCounters` must always equal. */
+export function recountedCounters(db: ReadModelDatabase): Record<string, unknown[]> {
+  return {
+    org_order_counts: db
+      .prepare(
+        `SELECT org_id, listed_status, count(*) AS orders FROM orders WHERE listed_status IS NOT NULL
+         GROUP BY org_id, listed_status ORDER BY org_id, listed_status`,
+      )
+      .all(),
+    org_order_days: db
+      .prepare(
+        `SELECT org_id, (created_at_ms - ((created_at_ms % ${DAY_MS}) + ${DAY_MS}) % ${DAY_MS}) / ${DAY_MS} AS day, listed_status, count(*) AS orders FROM orders
+         WHERE listed_status IS NOT NULL GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
+      )
+      .all(),
+  };
 }

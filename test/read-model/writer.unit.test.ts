@@ -1,7 +1,14 @@
+import { DAY_MS } from '../../projections/orders/evolve.js';
 import { describe, expect, it } from 'vitest';
 import { readSql } from '../../projections/orders/sql.js';
 import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
-import { dumpModel, memoryReadModel, recountedOrderCounts, testTopics } from '../helpers/read-model.js';
+import {
+  dumpModel,
+  memoryReadModel,
+  recountedCounters,
+  storedCounters,
+  testTopics,
+} from '../helpers/read-model.js';
 
 describe('ReadModelWriter', () => {
   it('counts listed orders per organization and external status', () => {
@@ -18,16 +25,37 @@ describe('ReadModelWriter', () => {
     ]);
   });
 
+  it('moves an order between day counters when a newer creation fact changes its UTC day', () => {
+    const { db, apply } = memoryReadModel();
+    const day = (iso: string): number => Math.floor(Date.parse(iso) / DAY_MS);
+    apply(orderCreated({ order_id: 1, created_at: '2026-03-01T23:59:59Z' }, { occurred_at: at(0) }));
+    apply(orderCreated({ order_id: 1, created_at: '2026-03-02T00:00:00Z' }, { occurred_at: at(1) }));
+    expect(storedCounters(db)).toEqual({
+      org_order_counts: [{ org_id: 1, listed_status: 'processing', orders: 1 }],
+      org_order_days: [
+        { org_id: 1, day: day('2026-03-02T00:00:00Z'), listed_status: 'processing', orders: 1 },
+      ],
+    });
+  });
+
   it('moves an order between counters when its status changes and drops it when deleted', () => {
     const { db, apply } = memoryReadModel();
     apply(
       orderCreated({ order_id: 1 }, { occurred_at: at(0) }),
       statusChanged(1, 'finished', { occurred_at: at(1) }),
     );
-    expect(recountedOrderCounts(db)).toEqual([{ org_id: 1, listed_status: 'finished', orders: 1 }]);
-    expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
+    const { created_at_ms } = db.prepare('SELECT created_at_ms FROM orders').get() as {
+      created_at_ms: number;
+    };
+    expect(storedCounters(db)).toEqual({
+      org_order_counts: [{ org_id: 1, listed_status: 'finished', orders: 1 }],
+      org_order_days: [
+        { org_id: 1, day: Math.floor(created_at_ms / DAY_MS), listed_status: 'finished', orders: 1 },
+      ],
+    });
+    expect(storedCounters(db)).toEqual(recountedCounters(db));
     apply(orderDeleted(1, { occurred_at: at(2) }));
-    expect(dumpModel(db).org_order_counts).toEqual([]);
+    expect(storedCounters(db)).toEqual({ org_order_counts: [], org_order_days: [] });
   });
 
   it('changes nothing, counts included, when the same events are applied twice (rule 4)', () => {
@@ -105,26 +133,41 @@ describe('read-model indexes', () => {
     return (
       db
         .prepare(`EXPLAIN QUERY PLAN ${sql}`)
-        .all({ orgId: 1, status: 'finished', limit: 50, offset: 0, orderId: 1 }) as {
+        .all({ orgId: 1, status: 'finished', limit: 50, offset: 0, orderId: 1, day: 1 }) as {
         detail: string;
       }[]
     ).map((row) => row.detail);
   };
 
+  it('find the day of a deep offset from the per-day counters in key order', () => {
+    expect(plan(readSql.ordersPerDay)).toEqual(['SEARCH org_order_days USING PRIMARY KEY (org_id=?)']);
+    expect(plan(readSql.ordersPerDayByStatus)).toEqual([
+      'SEARCH org_order_days USING PRIMARY KEY (org_id=?)',
+    ]);
+  });
+
   it('serve the organization listing newest first with no sort step', () => {
-    expect(plan(readSql.listOrders)).toEqual(['SEARCH orders USING INDEX orders_listed_by_org (org_id=?)']);
+    expect(plan(readSql.listOrders)).toEqual([
+      'SEARCH orders USING COVERING INDEX orders_listed_by_org (org_id=?)',
+    ]);
+    expect(plan(readSql.listOrdersFromDay)).toEqual([
+      'SEARCH orders USING COVERING INDEX orders_listed_by_org (org_id=? AND created_at_ms<?)',
+    ]);
   });
 
   it('serve the status-filtered listing with no sort step', () => {
     expect(plan(readSql.listOrdersByStatus)).toEqual([
-      'SEARCH orders USING INDEX orders_listed_by_org_status (org_id=? AND listed_status=?)',
+      'SEARCH orders USING COVERING INDEX orders_listed_by_org_status (org_id=? AND listed_status=?)',
+    ]);
+    expect(plan(readSql.listOrdersByStatusFromDay)).toEqual([
+      'SEARCH orders USING COVERING INDEX orders_listed_by_org_status (org_id=? AND listed_status=? AND created_at_ms<?)',
     ]);
   });
 
   it('serve the article list of an order with no sort step', () => {
     expect(plan(readSql.articlesOfOrder)).toEqual([
       'SEARCH o USING INTEGER PRIMARY KEY (rowid=?)',
-      'SEARCH a USING INDEX articles_of_order (order_id=?)',
+      'SEARCH a USING COVERING INDEX articles_of_order (order_id=?) LEFT-JOIN',
     ]);
   });
 });

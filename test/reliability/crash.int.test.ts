@@ -18,7 +18,7 @@ import {
   uniqueTopicName,
   waitUntil,
 } from '../helpers/kafka.js';
-import { dumpModel, memoryReadModel, recountedOrderCounts } from '../helpers/read-model.js';
+import { dumpModel, memoryReadModel, recountedCounters, storedCounters } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
@@ -105,7 +105,7 @@ describe('crash safety', () => {
       );
       expect(midIngestKills).toBe(kills);
       expect(dumpModel(db)).toEqual(dumpModel(expected.db));
-      expect(dumpModel(db).org_order_counts).toEqual(recountedOrderCounts(db));
+      expect(storedCounters(db)).toEqual(recountedCounters(db));
       expect((db.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n).toBe(
         log.garbage.length,
       );

@@ -1,0 +1,30 @@
+-- Projection version 2: pages of the listing cost the same at any depth and touch no table rows.
+
+-- Covering listing indexes: a page is read from the index alone (the title and dates are in it),
+-- walked backwards for newest first with ties by id, with no sort step and no row lookups.
+DROP INDEX orders_listed_by_org;
+DROP INDEX orders_listed_by_org_status;
+CREATE INDEX orders_listed_by_org
+  ON orders (org_id, created_at_ms, order_id, listed_status, distribution_ms, title)
+  WHERE listed_status IS NOT NULL;
+CREATE INDEX orders_listed_by_org_status
+  ON orders (org_id, listed_status, created_at_ms, order_id, distribution_ms, title)
+  WHERE listed_status IS NOT NULL;
+
+-- Listed orders per organization, UTC day of created_at and external status, kept by the
+-- projection with org_order_counts. A deep offset is found by summing whole days from the newest
+-- (a few hundred rows per year) and stepping only within one day, instead of stepping over every
+-- newer order in the index.
+CREATE TABLE org_order_days (
+  org_id        INTEGER NOT NULL,
+  day           INTEGER NOT NULL, -- floor(created_at_ms / 86 400 000)
+  listed_status TEXT NOT NULL,
+  orders        INTEGER NOT NULL CHECK (orders >= 0),
+  PRIMARY KEY (org_id, day, listed_status)
+) STRICT, WITHOUT ROWID;
+
+-- Covering article index: an order's article list is read from the index alone.
+DROP INDEX articles_of_order;
+CREATE INDEX articles_of_order
+  ON articles (order_id, published_at_ms, article_id, article_url, website_domain)
+  WHERE removed = 0;
