@@ -113,11 +113,24 @@ export async function endOffsets(kafka: Kafka, topics: Record<TopicRole, string>
   return partitions.reduce((sum, p) => sum + p.lag, 0);
 }
 
-/** Baseline: a raw kafkajs eachBatch consumer with a no-op handler reading every message once. */
+type RawMessages = readonly { value: Buffer | null }[];
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** The least any projector does with a message: decode its value as UTF-8 JSON. */
+export function parseEveryValue(messages: RawMessages): void {
+  for (const message of messages) if (message.value !== null) JSON.parse(utf8.decode(message.value));
+}
+
+/**
+ * Baseline: a raw kafkajs eachBatch consumer reading every message once, with a no-op handler
+ * unless `handle` is given.
+ */
 export async function rawConsume(
   kafka: Kafka,
   topics: Record<TopicRole, string>,
   total: number,
+  handle: (messages: RawMessages) => void = () => undefined,
 ): Promise<{ ms: number }> {
   const consumer = kafka.consumer({ groupId: `bench-raw-${Date.now()}` });
   await consumer.connect();
@@ -129,6 +142,7 @@ export async function rawConsume(
   await consumer.run({
     eachBatch: ({ batch }) => {
       if (first === 0) first = Date.now();
+      handle(batch.messages);
       seen += batch.messages.length;
       if (seen >= total) finish();
       return Promise.resolve();

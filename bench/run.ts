@@ -4,7 +4,7 @@
  *   npm run bench:ingest | bench:rebuild | bench:api | bench   (bench = all three, one data set)
  * BENCH_ORDERS (default 1 000 000), BENCH_API_SECONDS (default 10), BENCH_NEW_EVENTS (default 1 000 000).
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,7 @@ import {
   endOffsets,
   kafkaOf,
   keyedOrganizations,
+  parseEveryValue,
   publishBenchData,
   rate,
   rawConsume,
@@ -78,15 +79,24 @@ export async function benchIngest(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
   const total = await endOffsets(kafka, ctx.topics);
   const raw = await rawConsume(kafka, ctx.topics, total);
+  const parsed = await rawConsume(kafka, ctx.topics, total, parseEveryValue);
   const dataDir = join(ctx.dir, 'data');
   const service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const projected = await timeIngest(dataDir, total, 30 * 60_000);
   const rss = service.peakRssMb();
   await service.stop();
   const a = rate(total, raw.ms);
+  const floor = rate(total, parsed.ms);
   const b = rate(total, projected.ms);
   return [
     { name: 'ingest (a) raw kafkajs eachBatch, no-op', value: `${a} events/s` },
+    {
+      name: 'ingest (a2) raw eachBatch that only decodes each value (UTF-8 + JSON.parse)',
+      value: `${floor} events/s`,
+      baseline: `${a} events/s`,
+      ratio: floor / a,
+      target: 'ceiling of b/a: any projector reads its events',
+    },
     {
       name: 'ingest (b) projector into SQLite',
       value: `${b} events/s`,
@@ -151,11 +161,30 @@ interface Load {
   key?: () => string;
 }
 
+/** Seconds of each API figure: `measure`, after `warmUp` seconds of the same load, discarded. */
+interface ApiSeconds {
+  measure: number;
+  /** the figure is the steady state (JIT compiled, page cache warm), not a process's first seconds */
+  warmUp: number;
+}
+
 async function cannon(
   load: Load,
-  seconds: number,
+  seconds: ApiSeconds,
 ): Promise<{ rps: number; p50: number; p99: number; non2xx: number; errors: number }> {
-  const result = await autocannon({
+  if (seconds.warmUp > 0) await autocannonRun(load, seconds.warmUp);
+  const result = await autocannonRun(load, seconds.measure);
+  return {
+    rps: Math.round(result.requests.average),
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+function autocannonRun(load: Load, seconds: number): Promise<autocannon.Result> {
+  return autocannon({
     url: load.url,
     connections: 10,
     duration: seconds,
@@ -172,27 +201,12 @@ async function cannon(
       },
     ],
   });
-  return {
-    rps: Math.round(result.requests.average),
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    non2xx: result.non2xx,
-    errors: result.errors,
-  };
 }
 
 /** API figures against a bare Fastify baseline, on the model left by benchIngest. */
-export async function benchApi(ctx: Context, seconds: number, newEvents: number): Promise<Figure[]> {
-  const basePort = await freePort();
-  const baseline = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'bench', 'baseline-server.ts'), String(basePort)],
-    {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  await new Promise<void>((resolve) => baseline.stdout.once('data', () => resolve()));
+export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: number): Promise<Figure[]> {
+  const baseline = await startBenchServer('baseline-server.ts');
+  const ceiling = await startBenchServer('app-ceiling-server.ts');
   const dataDir = join(ctx.dir, 'data');
   let service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const total = await endOffsets(kafkaOf(ctx.brokers), ctx.topics);
@@ -203,7 +217,7 @@ export async function benchApi(ctx: Context, seconds: number, newEvents: number)
   const smallOrg = keyed.at(-1)!;
   const api = (port: number): string => `http://127.0.0.1:${port}${API_PREFIX}`;
   const figures: Figure[] = [];
-  const a = await cannon({ name: 'a', url: `http://127.0.0.1:${basePort}/constant` }, seconds);
+  const a = await cannon({ name: 'a', url: `http://127.0.0.1:${baseline.port}/constant` }, seconds);
   const row = (name: string, r: typeof a, target?: string): void => {
     figures.push({
       name: `api ${name}`,
@@ -217,6 +231,17 @@ export async function benchApi(ctx: Context, seconds: number, newEvents: number)
     name: 'api (a) bare Fastify constant JSON',
     value: `${a.rps} req/s, p50 ${a.p50} ms, p99 ${a.p99} ms`,
   });
+  const ceilingB = await cannon(
+    { name: 'a2', url: `${api(ceiling.port)}/orders?limit=50`, key: randomKey },
+    seconds,
+  );
+  row('(a2) this service, reads answered by constants: /orders?limit=50', ceilingB, 'ceiling of (b)');
+  const ceilingE = await cannon(
+    { name: 'a2', url: `${api(ceiling.port)}/orders/1/articles`, key: () => benchKeyOf(1) },
+    seconds,
+  );
+  row('(a2) this service, reads answered by constants: /orders/{id}/articles', ceilingE, 'ceiling of (e)');
+  ceiling.child.kill('SIGTERM');
   const b = await cannon(
     { name: 'b', url: `${api(service.httpPort)}/orders?limit=50`, key: randomKey },
     seconds,
@@ -281,8 +306,19 @@ export async function benchApi(ctx: Context, seconds: number, newEvents: number)
     target: '≤ 300 MB',
   });
   await service.stop();
-  baseline.kill('SIGTERM');
+  baseline.child.kill('SIGTERM');
   return figures;
+}
+
+/** A bench-only HTTP server from bench/ on a free loopback port, once it listens. */
+async function startBenchServer(script: string): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', script), String(port)], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
+  return { child, port };
 }
 
 export function printFigures(figures: Figure[]): string {
@@ -300,7 +336,7 @@ export function printFigures(figures: Figure[]): string {
 export async function runBench(
   which: 'ingest' | 'rebuild' | 'api' | 'all',
   data: BenchData,
-  apiSeconds: number,
+  apiSeconds: ApiSeconds,
   newEvents: number,
 ): Promise<Figure[]> {
   const { ctx, close, figures } = await setUp(data);
@@ -336,7 +372,10 @@ if (isMain) {
   runBench(
     which,
     data,
-    Number(process.env['BENCH_API_SECONDS'] ?? 10),
+    {
+      measure: Number(process.env['BENCH_API_SECONDS'] ?? 10),
+      warmUp: Number(process.env['BENCH_API_WARMUP_SECONDS'] ?? 3),
+    },
     Number(process.env['BENCH_NEW_EVENTS'] ?? 1_000_000),
   )
     .then((figures) => {

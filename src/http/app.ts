@@ -10,7 +10,7 @@ import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fa
 import { API_PREFIX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
-import type { ReadModelReader } from '../read-model/reader.js';
+import type { ApiReads } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
 import { responseSerializerCompiler } from './serializer.js';
 import { ApiError, notFoundOrder, sendError, statusError } from './errors.js';
@@ -26,7 +26,7 @@ declare module 'fastify' {
 
 export interface AppDeps {
   /** the reader of the live generation, asked on every request (it changes when a rebuild is promoted) */
-  readerOf: () => ReadModelReader;
+  readerOf: () => ApiReads;
   logger: Logger;
   metrics?: ServiceMetrics;
   /** per-key request limit; absent or max 0: no limit */

@@ -74,6 +74,9 @@ const rawStatements: ReadonlySet<keyof typeof readSql> = new Set([
   'ordersPerDayByStatus',
 ]);
 
+/** What the HTTP API asks of the read model. */
+export type ApiReads = Pick<ReadModelReader, 'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder'>;
+
 export class ReadModelReader {
   private readonly statements: { [K in keyof typeof readSql]: Statement };
   private readonly deepOffsetFrom: number;

@@ -9,7 +9,7 @@ import {
   OrderList,
   OrderListQuery,
 } from '../../../schemas/api.js';
-import type { ReadModelReader } from '../../read-model/reader.js';
+import type { ApiReads } from '../../read-model/reader.js';
 import { notFoundOrder } from '../errors.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
@@ -19,7 +19,7 @@ const errorResponses = {
   429: ErrorBody.describe('Too many requests'),
 };
 
-export function ordersRoutes(readerOf: () => ReadModelReader): FastifyPluginAsyncZod {
+export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
   return (app) => {
     app.get(
       '/orders',
