@@ -123,6 +123,30 @@ export function parseEveryValue(messages: RawMessages): void {
 }
 
 /**
+ * The least a durable projector does: decode every value and write one row per message, one
+ * transaction per batch, into a fresh SQLite file set up as the read model is (WAL, synchronous
+ * NORMAL). `close` deletes nothing; the file lives in `dir`.
+ */
+export function minimalProjector(dir: string): {
+  handle: (messages: RawMessages) => void;
+  close: () => void;
+} {
+  const db = new Database(join(dir, 'minimal-projector.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec('CREATE TABLE facts (id INTEGER PRIMARY KEY, type TEXT NOT NULL, at TEXT NOT NULL) STRICT');
+  const insert = db.prepare('INSERT INTO facts (type, at) VALUES (?, ?)');
+  const applyBatch = db.transaction((messages: RawMessages) => {
+    for (const message of messages) {
+      if (message.value === null) continue;
+      const event = JSON.parse(utf8.decode(message.value)) as { type: string; occurred_at: string };
+      insert.run(event.type, event.occurred_at);
+    }
+  });
+  return { handle: (messages) => applyBatch(messages), close: () => db.close() };
+}
+
+/**
  * Baseline: a raw kafkajs eachBatch consumer reading every message once, with a no-op handler
  * unless `handle` is given.
  */

@@ -65,7 +65,7 @@ export interface ReaderOptions {
 }
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
-const rawStatements: ReadonlySet<keyof typeof readSql> = new Set([
+const rawStatements: ReadonlySet<string> = new Set([
   'listOrders',
   'listOrdersByStatus',
   'listOrdersFromDay',
@@ -74,11 +74,15 @@ const rawStatements: ReadonlySet<keyof typeof readSql> = new Set([
   'ordersPerDayByStatus',
 ]);
 
+type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
+
 /** What the HTTP API asks of the read model. */
 export type ApiReads = Pick<ReadModelReader, 'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder'>;
 
 export class ReadModelReader {
-  private readonly statements: { [K in keyof typeof readSql]: Statement };
+  private readonly statements: { [K in Exclude<keyof typeof readSql, DayStatement>]: Statement };
+  /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
+  private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
   /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
   private readonly pageInSnapshot: (query: OrderPageQuery) => { orders: Order[]; total: number };
@@ -87,12 +91,23 @@ export class ReadModelReader {
     readonly db: ReadModelDatabase,
     options: ReaderOptions = {},
   ) {
+    const prepare = (name: string, sql: string): Statement => {
+      const statement = db.prepare(sql);
+      return rawStatements.has(name) ? statement.raw(true) : statement;
+    };
+    const { ordersPerDay, ordersPerDayByStatus, ...rest } = readSql;
     this.statements = Object.fromEntries(
-      Object.entries(readSql).map(([name, sql]) => {
-        const statement = db.prepare(sql);
-        return [name, rawStatements.has(name as keyof typeof readSql) ? statement.raw(true) : statement];
-      }),
-    ) as { [K in keyof typeof readSql]: Statement };
+      Object.entries(rest).map(([name, sql]) => [name, prepare(name, sql)]),
+    ) as typeof this.statements;
+    const hasDayCounts =
+      db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'org_order_days'`).get() !==
+      undefined;
+    this.perDay = hasDayCounts
+      ? {
+          ordersPerDay: prepare('ordersPerDay', ordersPerDay),
+          ordersPerDayByStatus: prepare('ordersPerDayByStatus', ordersPerDayByStatus),
+        }
+      : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
@@ -112,7 +127,7 @@ export class ReadModelReader {
     const all = query.status === null;
     const { total } = (all ? s.countOrders : s.countOrdersByStatus).get(query) as { total: number };
     let rows: OrderListRow[] = [];
-    if (query.offset < this.deepOffsetFrom) {
+    if (query.offset < this.deepOffsetFrom || this.perDay === null) {
       rows = (all ? s.listOrders : s.listOrdersByStatus).all(query) as OrderListRow[];
     } else if (query.offset < total) {
       const start = this.dayOfOffset(query);
@@ -144,8 +159,8 @@ export class ReadModelReader {
    * null if the day counts do not reach the offset.
    */
   private dayOfOffset(query: OrderPageQuery): { day: number; newer: number } | null {
-    const perDay =
-      query.status === null ? this.statements.ordersPerDay : this.statements.ordersPerDayByStatus;
+    if (this.perDay === null) return null;
+    const perDay = query.status === null ? this.perDay.ordersPerDay : this.perDay.ordersPerDayByStatus;
     let seen = 0;
     let current = null as { day: number; newer: number } | null;
     // Both statuses of one day are adjacent rows.

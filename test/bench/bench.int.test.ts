@@ -15,6 +15,7 @@ describe('benchmarks (smoke)', () => {
     for (const expected of [
       'ingest (a)',
       'ingest (a2)',
+      'ingest (a3)',
       'ingest (b)',
       'rebuild',
       'api (a)',

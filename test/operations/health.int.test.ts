@@ -74,11 +74,23 @@ describe('projection version change', () => {
     const first = await fixture.start();
     await waitUntil('version N has caught up', () => first.health().ready, 60_000);
     await first.close();
-    // Make the live file one of an older projection version, with data that differs from a fresh projection.
+    // Turn the live file into one of projection version 1 (its tables and indexes), with data that
+    // differs from a fresh projection.
     const oldFile = new ModelFiles(fixture.dataDir).currentFile()!;
     const db = new Database(oldFile);
-    db.prepare(`UPDATE projection_meta SET value = '0' WHERE key = 'projection_version'`).run();
-    db.prepare(`UPDATE orders SET title = 'projected by version 0'`).run();
+    db.exec(`
+      UPDATE projection_meta SET value = '1' WHERE key = 'projection_version';
+      DROP TABLE org_order_days;
+      DROP INDEX orders_listed_by_org;
+      DROP INDEX orders_listed_by_org_status;
+      DROP INDEX articles_of_order;
+      CREATE INDEX orders_listed_by_org ON orders (org_id, created_at_ms, order_id) WHERE listed_status IS NOT NULL;
+      CREATE INDEX orders_listed_by_org_status ON orders (org_id, listed_status, created_at_ms, order_id)
+        WHERE listed_status IS NOT NULL;
+      CREATE INDEX articles_of_order ON articles (order_id, published_at_ms, article_id) WHERE removed = 0;
+      PRAGMA user_version = 1;
+      UPDATE orders SET title = 'projected by version 1';
+    `);
     db.close();
 
     const service = await fixture.start();
@@ -92,13 +104,13 @@ describe('projection version change', () => {
         const body = (await response.json()) as { data: { press_release_title: string }[] };
         titles.push(body.data[0]!.press_release_title);
         readiness.push(service.health().ready);
-        return titles.at(-1) !== 'projected by version 0';
+        return titles.at(-1) !== 'projected by version 1';
       },
       60_000,
       20,
     );
-    const firstNew = titles.findIndex((t) => t !== 'projected by version 0');
-    console.log(`[version change] ${firstNew} answers from the version-0 file, then the rebuilt one`);
+    const firstNew = titles.findIndex((t) => t !== 'projected by version 1');
+    console.log(`[version change] ${firstNew} answers from the version-1 file, then the rebuilt one`);
     expect(firstNew).toBeGreaterThan(0);
     expect(readiness.slice(0, firstNew).every((r) => !r)).toBe(true);
     expect(service.health().file).not.toBe(oldFile);
