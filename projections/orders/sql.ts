@@ -14,21 +14,31 @@ function upsert(table: string, columns: readonly string[]): string {
   );
 }
 
+/**
+ * Sets only the given columns of an order: SQLite then maintains only the indexes that hold one of
+ * them (a status change within `processing` touches no listing index).
+ */
+export function updateOrderSql(columns: readonly (typeof orderColumns)[number][]): string {
+  return `UPDATE orders SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE order_id = @order_id`;
+}
+
 export const writeSql = {
   selectOrder: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id = ?`,
   selectArticle: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id = ?`,
   selectApiKey: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id = ?`,
-  upsertOrder: upsert('orders', orderColumns),
+  insertOrder: `INSERT INTO orders (${orderColumns.join(', ')}) VALUES (${orderColumns.map((c) => `@${c}`).join(', ')})`,
   upsertArticle: upsert('articles', articleColumns),
   upsertApiKey: upsert('api_keys', apiKeyColumns),
-  incrementOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, 1)
-    ON CONFLICT (org_id, listed_status) DO UPDATE SET orders = orders + 1`,
-  decrementOrderCount: `UPDATE org_order_counts SET orders = orders - 1 WHERE org_id = ? AND listed_status = ?`,
+  /** Adds a batch's net increase to a counter (the CHECK applies to the VALUES row too, so only > 0). */
+  increaseOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, ?)
+    ON CONFLICT (org_id, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
+  /** Subtracts a batch's net decrease from an existing counter. */
+  decreaseOrderCount: `UPDATE org_order_counts SET orders = orders - ? WHERE org_id = ? AND listed_status = ?`,
   /** A zero counter means the same as no counter: removing it keeps table dumps independent of history. */
   dropEmptyOrderCount: `DELETE FROM org_order_counts WHERE org_id = ? AND listed_status = ? AND orders = 0`,
-  incrementOrderDay: `INSERT INTO org_order_days (org_id, day, listed_status, orders) VALUES (?, ?, ?, 1)
-    ON CONFLICT (org_id, day, listed_status) DO UPDATE SET orders = orders + 1`,
-  decrementOrderDay: `UPDATE org_order_days SET orders = orders - 1 WHERE org_id = ? AND day = ? AND listed_status = ?`,
+  increaseOrderDay: `INSERT INTO org_order_days (org_id, day, listed_status, orders) VALUES (?, ?, ?, ?)
+    ON CONFLICT (org_id, day, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
+  decreaseOrderDay: `UPDATE org_order_days SET orders = orders - ? WHERE org_id = ? AND day = ? AND listed_status = ?`,
   dropEmptyOrderDay: `DELETE FROM org_order_days WHERE org_id = ? AND day = ? AND listed_status = ? AND orders = 0`,
   selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition`,
   upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
@@ -45,7 +55,7 @@ export const readSql = {
   /** Walks the covering index `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */
   listOrders: `SELECT ${orderListColumns} FROM orders
     WHERE org_id = @orgId AND listed_status IS NOT NULL ${newestFirst}`,
-  /** Walks the covering index `orders_listed_by_org_status` backwards. */
+  /** Walks the same index, skipping entries of the other status. */
   listOrdersByStatus: `SELECT ${orderListColumns} FROM orders
     WHERE org_id = @orgId AND listed_status = @status ${newestFirst}`,
   /** `listOrders` from the end of day @day backwards: OFFSET counts within that day only. */

@@ -8,10 +8,16 @@ import {
   evolve,
   listingOf,
   type CurrentRows,
+  type OrderListing,
   type ReadModelChange,
 } from '../../projections/orders/evolve.js';
-import type { ApiKeyRow, ArticleRow, OrderRow } from '../../projections/orders/rows.js';
-import { writeSql } from '../../projections/orders/sql.js';
+import {
+  orderColumns,
+  type ApiKeyRow,
+  type ArticleRow,
+  type OrderRow,
+} from '../../projections/orders/rows.js';
+import { updateOrderSql, writeSql } from '../../projections/orders/sql.js';
 import type { EventType, TopicRole } from '../../schemas/events.js';
 import { decodeEvent, type DeadLetterReason } from '../consumer/decode.js';
 import type { ReadModelDatabase } from './database.js';
@@ -45,6 +51,11 @@ export class ReadModelWriter {
   private readonly statements: { [K in keyof typeof writeSql]: Statement };
   private readonly offsets = new Map<string, number>();
   private readonly current: CurrentRows;
+  /** UPDATE statements by the set of columns they write */
+  private readonly orderUpdates = new Map<string, Statement>();
+  /** net change of each counter in the batch being applied, keyed `org|status` and `org|day|status` */
+  private readonly countDeltas = new Map<string, number>();
+  private readonly dayDeltas = new Map<string, number>();
 
   constructor(
     private readonly db: ReadModelDatabase,
@@ -97,7 +108,7 @@ export class ReadModelWriter {
     const stored = this.storedOffset(topic, partition) ?? 0;
     const recordedAt = this.now().toISOString();
     let next = stored;
-    this.db.transaction(() => {
+    const applyAll = this.db.transaction(() => {
       for (const message of messages) {
         const offset = Number(message.offset);
         if (offset < stored) {
@@ -128,8 +139,15 @@ export class ReadModelWriter {
         }
         next = offset + 1;
       }
+      this.flushCounts();
       if (next !== stored) this.statements.upsertOffset.run(topic, partition, next);
-    })();
+    });
+    try {
+      applyAll();
+    } finally {
+      this.countDeltas.clear();
+      this.dayDeltas.clear();
+    }
     if (next !== stored) {
       this.offsets.set(offsetKey(topic, partition), next);
       outcome.nextOffset = next;
@@ -141,26 +159,14 @@ export class ReadModelWriter {
   private write(change: ReadModelChange): void {
     switch (change.table) {
       case 'orders': {
-        this.statements.upsertOrder.run(change.row);
-        const before = listingOf(change.before);
-        const after = listingOf(change.row);
-        if (
-          before?.orgId === after?.orgId &&
-          before?.status === after?.status &&
-          before?.day === after?.day
-        ) {
-          return;
+        const { before, row } = change;
+        if (before === undefined) {
+          this.statements.insertOrder.run(row);
+        } else {
+          const changed = orderColumns.filter((column) => before[column] !== row[column]);
+          if (changed.length > 0) this.updateOrderStatement(changed).run(row);
         }
-        if (before !== null) {
-          this.statements.decrementOrderCount.run(before.orgId, before.status);
-          this.statements.dropEmptyOrderCount.run(before.orgId, before.status);
-          this.statements.decrementOrderDay.run(before.orgId, before.day, before.status);
-          this.statements.dropEmptyOrderDay.run(before.orgId, before.day, before.status);
-        }
-        if (after !== null) {
-          this.statements.incrementOrderCount.run(after.orgId, after.status);
-          this.statements.incrementOrderDay.run(after.orgId, after.day, after.status);
-        }
+        this.countListingChange(listingOf(before), listingOf(row));
         return;
       }
       case 'articles':
@@ -169,6 +175,53 @@ export class ReadModelWriter {
       case 'api_keys':
         this.statements.upsertApiKey.run(change.row);
         return;
+    }
+  }
+
+  private updateOrderStatement(columns: (typeof orderColumns)[number][]): Statement {
+    const key = columns.join(',');
+    let statement = this.orderUpdates.get(key);
+    if (statement === undefined) {
+      statement = this.db.prepare(updateOrderSql(columns));
+      this.orderUpdates.set(key, statement);
+    }
+    return statement;
+  }
+
+  /** Collects the batch's net change per counter; `flushCounts` writes them before the commit. */
+  private countListingChange(before: OrderListing | null, after: OrderListing | null): void {
+    if (before?.orgId === after?.orgId && before?.status === after?.status && before?.day === after?.day) {
+      return;
+    }
+    for (const [listing, delta] of [
+      [before, -1],
+      [after, 1],
+    ] as const) {
+      if (listing === null) continue;
+      const count = `${listing.orgId}|${listing.status}`;
+      this.countDeltas.set(count, (this.countDeltas.get(count) ?? 0) + delta);
+      const day = `${listing.orgId}|${listing.day}|${listing.status}`;
+      this.dayDeltas.set(day, (this.dayDeltas.get(day) ?? 0) + delta);
+    }
+  }
+
+  private flushCounts(): void {
+    const s = this.statements;
+    for (const [key, delta] of this.countDeltas) {
+      const [orgId, status] = [Number(key.slice(0, key.indexOf('|'))), key.slice(key.indexOf('|') + 1)];
+      if (delta > 0) s.increaseOrderCount.run(orgId, status, delta);
+      if (delta < 0) {
+        s.decreaseOrderCount.run(-delta, orgId, status);
+        s.dropEmptyOrderCount.run(orgId, status);
+      }
+    }
+    for (const [key, delta] of this.dayDeltas) {
+      const [org, day, status] = key.split('|') as [string, string, string];
+      if (delta > 0) s.increaseOrderDay.run(Number(org), Number(day), status, delta);
+      if (delta < 0) {
+        s.decreaseOrderDay.run(-delta, Number(org), Number(day), status);
+        s.dropEmptyOrderDay.run(Number(org), Number(day), status);
+      }
     }
   }
 }

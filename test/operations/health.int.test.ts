@@ -82,7 +82,6 @@ describe('projection version change', () => {
       UPDATE projection_meta SET value = '1' WHERE key = 'projection_version';
       DROP TABLE org_order_days;
       DROP INDEX orders_listed_by_org;
-      DROP INDEX orders_listed_by_org_status;
       DROP INDEX articles_of_order;
       CREATE INDEX orders_listed_by_org ON orders (org_id, created_at_ms, order_id) WHERE listed_status IS NOT NULL;
       CREATE INDEX orders_listed_by_org_status ON orders (org_id, listed_status, created_at_ms, order_id)
