@@ -33,7 +33,7 @@ export async function startProjectorThread(options: {
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
     // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process.
-    resourceLimits: { maxOldGenerationSizeMb: 192 },
+    resourceLimits: { maxOldGenerationSizeMb: 192, maxYoungGenerationSizeMb: 16 },
   });
   const offsets = new Map<string, number>();
   let stopped: () => void = () => undefined;
