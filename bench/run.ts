@@ -347,7 +347,7 @@ export function printFigures(figures: Figure[]): string {
     '|---|---|---|---|---|',
     ...figures.map(
       (f) =>
-        `| ${f.name} | ${f.value} | ${f.baseline ?? ''} | ${f.ratio === undefined ? '' : f.ratio.toFixed(2)} | ${f.target ?? ''} |`,
+        `| ${f.name} | ${f.value} | ${f.baseline ?? ''} | ${f.ratio === undefined ? '' : f.ratio.toFixed(3)} | ${f.target ?? ''} |`,
     ),
   ];
   return lines.join('\n');

@@ -3,6 +3,8 @@
  * write connection, so applying batches (synchronous SQLite transactions)
  * never blocks the event loop that answers API requests.
  */
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Kafka } from 'kafkajs';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
@@ -18,6 +20,19 @@ if (port === null) throw new Error('projector-worker must run as a worker thread
 const post = (message: FromProjectorThread): void => port.postMessage(message);
 
 const logger = createLogger(config.logLevel).child({ component: 'projector' });
+
+/**
+ * Requests come first: when both want more CPU than there is, the thread answering them wins and
+ * the projector catches up with what is left (lag is what /readyz watches). Linux gives each
+ * thread its own nice value; elsewhere the thread keeps the process's priority.
+ */
+const PROJECTOR_THREAD_NICE = 5;
+try {
+  const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+  setPriority(threadId, PROJECTOR_THREAD_NICE);
+} catch (error) {
+  logger.debug({ err: error }, 'the projector thread keeps the process priority');
+}
 const db = openReadModel(file);
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = new Kafka({

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
@@ -84,6 +85,16 @@ describe('the service as a process (npm start)', () => {
 
     await publish(producer, topics, [apiKeyRevoked('e2e-key', { occurred_at: at(7) })]);
     await eventually('the revoked key is refused', (r) => r.status === 401, '/orders');
+
+    // The projector thread runs at nice 5 (src/consumer/projector-worker.ts), the thread answering requests at 0.
+    const pid = service.child.pid!;
+    const niceOf = (tid: string): number => {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const nices = readdirSync(`/proc/${pid}/task`).map((tid) => ({ tid, nice: niceOf(tid) }));
+    expect(nices.find((t) => t.tid === String(pid))?.nice).toBe(0);
+    expect(nices.filter((t) => t.nice === 5)).toHaveLength(1);
 
     service.child.kill('SIGTERM');
     const started = Date.now();
