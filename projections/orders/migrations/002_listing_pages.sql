@@ -1,4 +1,5 @@
--- Projection version 2: pages of the listing cost the same at any depth and touch no table rows.
+-- Projection version 2: listing pages touch no table rows, and deep offsets cost about what
+-- shallow ones do.
 
 -- One covering index serves the listing with and without a status filter: a page is read from
 -- the index alone (status, title and dates are in it), walked backwards for newest first with ties
