@@ -54,8 +54,8 @@ export class ReadModelWriter {
   /** UPDATE statements by the set of columns they write */
   private readonly orderUpdates = new Map<string, Statement>();
   /** net change of each counter in the batch being applied, keyed `org|status` and `org|day|status` */
-  private readonly countDeltas = new Map<string, number>();
-  private readonly dayDeltas = new Map<string, number>();
+  private readonly countDeltas = new Map<string, CounterDelta>();
+  private readonly dayDeltas = new Map<string, CounterDelta>();
 
   constructor(
     private readonly db: ReadModelDatabase,
@@ -198,32 +198,45 @@ export class ReadModelWriter {
       [after, 1],
     ] as const) {
       if (listing === null) continue;
-      const count = `${listing.orgId}|${listing.status}`;
-      this.countDeltas.set(count, (this.countDeltas.get(count) ?? 0) + delta);
-      const day = `${listing.orgId}|${listing.day}|${listing.status}`;
-      this.dayDeltas.set(day, (this.dayDeltas.get(day) ?? 0) + delta);
+      addDelta(this.countDeltas, `${listing.orgId}|${listing.status}`, listing, delta);
+      addDelta(this.dayDeltas, `${listing.orgId}|${listing.day}|${listing.status}`, listing, delta);
     }
   }
 
   private flushCounts(): void {
     const s = this.statements;
-    for (const [key, delta] of this.countDeltas) {
-      const [orgId, status] = [Number(key.slice(0, key.indexOf('|'))), key.slice(key.indexOf('|') + 1)];
-      if (delta > 0) s.increaseOrderCount.run(orgId, status, delta);
+    for (const { listing, delta } of this.countDeltas.values()) {
+      if (delta > 0) s.increaseOrderCount.run(listing.orgId, listing.status, delta);
       if (delta < 0) {
-        s.decreaseOrderCount.run(-delta, orgId, status);
-        s.dropEmptyOrderCount.run(orgId, status);
+        s.decreaseOrderCount.run(-delta, listing.orgId, listing.status);
+        s.dropEmptyOrderCount.run(listing.orgId, listing.status);
       }
     }
-    for (const [key, delta] of this.dayDeltas) {
-      const [org, day, status] = key.split('|') as [string, string, string];
-      if (delta > 0) s.increaseOrderDay.run(Number(org), Number(day), status, delta);
+    for (const { listing, delta } of this.dayDeltas.values()) {
+      if (delta > 0) s.increaseOrderDay.run(listing.orgId, listing.day, listing.status, delta);
       if (delta < 0) {
-        s.decreaseOrderDay.run(-delta, Number(org), Number(day), status);
-        s.dropEmptyOrderDay.run(Number(org), Number(day), status);
+        s.decreaseOrderDay.run(-delta, listing.orgId, listing.day, listing.status);
+        s.dropEmptyOrderDay.run(listing.orgId, listing.day, listing.status);
       }
     }
   }
+}
+
+/** A counter's net change in one batch, with a listing that names the counter. */
+interface CounterDelta {
+  listing: OrderListing;
+  delta: number;
+}
+
+function addDelta(
+  deltas: Map<string, CounterDelta>,
+  key: string,
+  listing: OrderListing,
+  delta: number,
+): void {
+  const entry = deltas.get(key);
+  if (entry === undefined) deltas.set(key, { listing, delta });
+  else entry.delta += delta;
 }
 
 /** The key of a partition in offset maps. */
