@@ -68,12 +68,14 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
 
   const files = new ModelFiles(config.dataDir);
   const metrics = new ServiceMetrics(() => live.file);
-  const startProjectorOn = (file: string): Promise<ProjectorThread> =>
+  const startProjectorOn = (generation: Generation): Promise<ProjectorThread> =>
     startProjectorThread({
-      file,
+      file: generation.file,
       config,
       logger,
-      onBatch: (_topic, _partition, outcome) => {
+      onBatch: (topic, _partition, outcome) => {
+        // The batch is committed: the reader must look keys up again to see issues and revocations.
+        if (topic === config.topics.apiKeys) generation.reader.forgetKeys();
         for (const [type, n] of Object.entries(outcome.appliedByType)) metrics.eventsApplied.inc({ type }, n);
         for (const [reason, n] of Object.entries(outcome.deadLettersByReason))
           metrics.deadLetters.inc({ reason }, n);
@@ -86,7 +88,8 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const open = (file: string): Generation => {
     openReadModel(file).close();
     const readDb = openReadModel(file, { readonly: true });
-    return { file, readDb, reader: new ReadModelReader(readDb), writable: true, projector: null };
+    const reader = new ReadModelReader(readDb, { cacheKeys: true });
+    return { file, readDb, reader, writable: true, projector: null };
   };
   const close = async (generation: Generation): Promise<void> => {
     await generation.projector?.stop();
@@ -159,7 +162,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     live = next;
     lastLag = null;
     lastProgressAt = Date.now();
-    next.projector = await startProjectorOn(next.file);
+    next.projector = await startProjectorOn(next);
     // Reads are synchronous, so no request still holds the old connections after this tick.
     setImmediate(() => {
       void close(previous).then(() => {
@@ -223,13 +226,13 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
         .stop()
         .catch((error: unknown) => logger.error({ err: error }, 'stopping the stalled consumer'));
       lastProgressAt = Date.now();
-      live.projector = await startProjectorOn(live.file);
+      live.projector = await startProjectorOn(live);
     }
   };
 
   await app.listen({ host: config.http.host, port: config.http.port });
   await admin.listen({ host: config.admin.host, port: config.admin.port });
-  if (live.writable) live.projector = await startProjectorOn(live.file);
+  if (live.writable) live.projector = await startProjectorOn(live);
   else versionRebuild = runVersionRebuild();
 
   let checking = false;

@@ -13,7 +13,7 @@ import type { ServiceMetrics } from '../metrics.js';
 import type { ApiReads } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
 import { responseSerializerCompiler } from './serializer.js';
-import { ApiError, notFoundOrder, sendError, statusError } from './errors.js';
+import { ApiError, orderNotFound, sendError, statusError } from './errors.js';
 import { ordersRoutes } from './routes/orders.js';
 
 declare module 'fastify' {
@@ -69,7 +69,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       const statusCode = error.statusCode ?? 400;
       void sendError(
         reply,
-        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? notFoundOrder() : statusError(statusCode, error.message),
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? orderNotFound : statusError(statusCode, error.message),
       );
     },
     clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {

