@@ -12,6 +12,7 @@ import autocannon from 'autocannon';
 import { freePort } from '../scripts/local-kafka.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
+import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
   appliedMessages,
@@ -283,11 +284,31 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     target: '≤ 1.5',
   });
   const largest = ctx.data.largeOrganizationOrders;
+  const randomOrder = (): string =>
+    `${API_PREFIX}/orders/${1 + Math.floor(Math.random() * Math.max(1, largest))}/articles`;
+  const modelFile = new ModelFiles(dataDir).currentFile();
+  if (modelFile === null) throw new Error(`the service left no model file in ${dataDir}`);
+  const lookupCeiling = await startBenchServer('app-ceiling-server.ts', modelFile);
+  const ceilingFromFile = await cannon(
+    {
+      name: 'a3',
+      url: `${api(lookupCeiling.port)}/orders/1/articles`,
+      paths: randomOrder,
+      key: () => benchKeyOf(1),
+    },
+    seconds,
+  );
+  lookupCeiling.child.kill('SIGTERM');
+  row(
+    '(a3) this service, constant reads after one point lookup of the order in the model file: /orders/{id}/articles, as (e)',
+    ceilingFromFile,
+    'ceiling of (e) for any design that reads the model file',
+  );
   const e = await cannon(
     {
       name: 'e',
       url: `${api(service.httpPort)}/orders/1/articles`,
-      paths: () => `${API_PREFIX}/orders/${1 + Math.floor(Math.random() * Math.max(1, largest))}/articles`,
+      paths: randomOrder,
       key: () => benchKeyOf(1),
     },
     seconds,
@@ -331,12 +352,19 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
 }
 
 /** A bench-only HTTP server from bench/ on a free loopback port, once it listens. */
-async function startBenchServer(script: string): Promise<{ child: ChildProcess; port: number }> {
+async function startBenchServer(
+  script: string,
+  ...args: string[]
+): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench', script), String(port)], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'bench', script), String(port), ...args],
+    {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
   return { child, port };
 }

@@ -20,6 +20,7 @@ describe('benchmarks (smoke)', () => {
       'rebuild',
       'api (a)',
       'api (a2)',
+      'api (a3)',
       'api (b)',
       'api (c)',
       'api (d)',
