@@ -9,14 +9,11 @@ import type { ReadModelDatabase } from './database.js';
 /** `listOrders*` rows in raw mode: [id, title, listed_status, distribution_ms, created_at_ms] */
 type OrderListRow = [number, string, ListedStatus, number | null, number];
 
-/** One row per article; one row with NULL article columns when the order has none. */
-interface OrderArticleRow {
-  title: string;
-  id: number | null;
-  article_url: string;
-  website_domain: string;
-  published_at_ms: number;
-}
+/**
+ * `articlesOfOrder` rows in raw mode: [title, article id, url, domain, published_at_ms], one per
+ * article; one row with NULL article columns when the order has none.
+ */
+type OrderArticleRow = [string, number, string, string, number] | [string, null, null, null, null];
 
 const twoDigits = Array.from({ length: 60 }, (_, i) => String(i).padStart(2, '0'));
 /** `YYYY-MM-DD ` of each UTC day met so far; a few hundred per year of data. */
@@ -82,6 +79,7 @@ const rawStatements: ReadonlySet<string> = new Set([
   'listOrdersByStatusFromDay',
   'ordersPerDay',
   'ordersPerDayByStatus',
+  'articlesOfOrder',
 ]);
 
 type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
@@ -204,16 +202,16 @@ export class ReadModelReader {
     const rows = this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[];
     const first = rows[0];
     if (first === undefined) return null;
-    if (first.id === null) return { title: first.title, articles: [] };
+    if (first[1] === null) return { title: first[0], articles: [] };
     // The LEFT JOIN found articles, so every row has one.
-    const articleRows = rows as (OrderArticleRow & { id: number })[];
+    const articleRows = rows as Extract<OrderArticleRow, [string, number, ...unknown[]]>[];
     return {
-      title: first.title,
-      articles: articleRows.map((row) => ({
-        id: row.id,
-        article_url: row.article_url,
-        published_at: formatApiTimestamp(row.published_at_ms),
-        website_domain: row.website_domain,
+      title: first[0],
+      articles: articleRows.map(([, id, url, domain, publishedAtMs]) => ({
+        id,
+        article_url: url,
+        published_at: formatApiTimestamp(publishedAtMs),
+        website_domain: domain,
       })),
     };
   }

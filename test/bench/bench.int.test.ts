@@ -21,6 +21,7 @@ describe('benchmarks (smoke)', () => {
       'api (a)',
       'api (a2)',
       'api (a3)',
+      'api (a4)',
       'api (b)',
       'api (c)',
       'api (d)',
