@@ -289,6 +289,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const modelFile = new ModelFiles(dataDir).currentFile();
   if (modelFile === null) throw new Error(`the service left no model file in ${dataDir}`);
   // Ceilings of (e) that read the model file: the order alone, then the answer's own rows.
+  const fileCeilings = new Map<string, number>();
   for (const [name, read, label] of [
     ['a3', 'order', 'one point lookup of the order'],
     ['a4', 'articles', "the answer's rows (the service's statement, rows not turned into the answer)"],
@@ -299,6 +300,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
       seconds,
     );
     server.child.kill('SIGTERM');
+    fileCeilings.set(read, ceiling.rps);
     row(
       `(${name}) this service, constant answers after reading ${label} in the model file: /orders/{id}/articles, as (e)`,
       ceiling,
@@ -315,6 +317,19 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     seconds,
   );
   row('(e) /orders/{id}/articles, large organization', e, '≥ 0.7 × (a)');
+  // A layout that found the order and its articles at the cost of one point lookup (a3) would still
+  // build and send the answer: what (e) spends beyond reading its rows (a4).
+  const perRequest = (rps: number | undefined): number => (rps === undefined || rps === 0 ? NaN : 1 / rps);
+  const bestLayout =
+    1 /
+    (perRequest(fileCeilings.get('order')) + perRequest(e.rps) - perRequest(fileCeilings.get('articles')));
+  figures.push({
+    name: 'api (e) bound for any layout of the model file: (a3) plus what (e) spends beyond (a4), per request',
+    value: `${Math.round(bestLayout)} req/s`,
+    baseline: `${a.rps} req/s`,
+    ratio: bestLayout / a.rps,
+    target: 'the most (e) can reach reading the file',
+  });
 
   // (f): (b) while the service catches up on new events.
   await service.stop();

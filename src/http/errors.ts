@@ -22,7 +22,7 @@ export class ApiError extends Error {
 export const statusError = (statusCode: number, message: string): ApiError =>
   new ApiError(statusCode, statusName(statusCode), message);
 
-/** One instance for every answer: about one request in seven of a busy client asks for an order it cannot see. */
+/** One instance for every answer: a 404 for an order is ordinary traffic, and a new Error per answer captures a stack. */
 export const orderNotFound: ApiError = new ApiError(
   404,
   'Not Found',
