@@ -118,8 +118,10 @@ type RawMessages = readonly { value: Buffer | null }[];
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The least any projector does with a message: decode its value as UTF-8 JSON. */
+const parseValue = (value: Buffer): unknown => JSON.parse(utf8.decode(value));
+
 export function parseEveryValue(messages: RawMessages): void {
-  for (const message of messages) if (message.value !== null) JSON.parse(utf8.decode(message.value));
+  for (const message of messages) if (message.value !== null) parseValue(message.value);
 }
 
 /**
@@ -139,7 +141,7 @@ export function minimalProjector(dir: string): {
   const applyBatch = db.transaction((messages: RawMessages) => {
     for (const message of messages) {
       if (message.value === null) continue;
-      const event = JSON.parse(utf8.decode(message.value)) as { type: string; occurred_at: string };
+      const event = parseValue(message.value) as { type: string; occurred_at: string };
       insert.run(event.type, event.occurred_at);
     }
   });

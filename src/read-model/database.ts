@@ -45,13 +45,13 @@ export function openReadModel(
   // The writer touches index pages all over a growing file; SQLite's default 2 MB cache makes it re-read them.
   db.pragma(`cache_size = -${writerCacheKib}`);
   migrate(db, file);
-  assertProjectionVersion(db, file);
   return db;
 }
 
 function migrate(db: ReadModelDatabase, file: string): void {
   const applied = db.pragma('user_version', { simple: true }) as number;
-  // A file of another projection version is rebuilt from the topics, never migrated in place.
+  // A file of another projection version is rebuilt from the topics, never migrated in place. A new
+  // file gets this code's version from its first migration.
   if (applied > 0) assertProjectionVersion(db, file);
   const pending = loadMigrations().filter((m) => m.version > applied);
   for (const migration of pending) {

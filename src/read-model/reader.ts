@@ -150,14 +150,15 @@ export class ReadModelReader {
     const s = this.statements;
     const all = query.status === null;
     const { total } = (all ? s.countOrders : s.countOrdersByStatus).get(query) as { total: number };
+    const list = all ? s.listOrders : s.listOrdersByStatus;
     let rows: OrderListRow[] = [];
     if (query.offset < this.deepOffsetFrom || this.perDay === null) {
-      rows = (all ? s.listOrders : s.listOrdersByStatus).all(query) as OrderListRow[];
+      rows = list.all(query) as OrderListRow[];
     } else if (query.offset < total) {
       const start = this.dayOfOffset(query);
       rows = (
         start === null
-          ? (all ? s.listOrders : s.listOrdersByStatus).all(query)
+          ? list.all(query)
           : (all ? s.listOrdersFromDay : s.listOrdersByStatusFromDay).all({
               ...query,
               day: start.day,

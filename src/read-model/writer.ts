@@ -53,9 +53,8 @@ export class ReadModelWriter {
   private readonly current: CurrentRows;
   /** UPDATE statements by the set of columns they write */
   private readonly orderUpdates = new Map<string, Statement>();
-  /** net change of each counter in the batch being applied, keyed `org|status` and `org|day|status` */
-  private readonly countDeltas = new Map<string, CounterDelta>();
-  private readonly dayDeltas = new Map<string, CounterDelta>();
+  /** The counters a listed order counts in, each with its net changes in the batch being applied. */
+  private readonly counters: ListingCounter[];
 
   constructor(
     private readonly db: ReadModelDatabase,
@@ -72,6 +71,23 @@ export class ReadModelWriter {
     }[]) {
       this.offsets.set(offsetKey(row.topic, row.partition), row.next_offset);
     }
+    const s = this.statements;
+    this.counters = [
+      {
+        of: (l) => [l.orgId, l.status],
+        increase: s.increaseOrderCount,
+        decrease: s.decreaseOrderCount,
+        dropEmpty: s.dropEmptyOrderCount,
+        deltas: new Map(),
+      },
+      {
+        of: (l) => [l.orgId, l.day, l.status],
+        increase: s.increaseOrderDay,
+        decrease: s.decreaseOrderDay,
+        dropEmpty: s.dropEmptyOrderDay,
+        deltas: new Map(),
+      },
+    ];
     this.current = {
       order: (id) => this.statements.selectOrder.get(id) as OrderRow | undefined,
       article: (id) => this.statements.selectArticle.get(id) as ArticleRow | undefined,
@@ -145,8 +161,7 @@ export class ReadModelWriter {
     try {
       applyAll();
     } finally {
-      this.countDeltas.clear();
-      this.dayDeltas.clear();
+      for (const counter of this.counters) counter.deltas.clear();
     }
     if (next !== stored) {
       this.offsets.set(offsetKey(topic, partition), next);
@@ -198,45 +213,40 @@ export class ReadModelWriter {
       [after, 1],
     ] as const) {
       if (listing === null) continue;
-      addDelta(this.countDeltas, `${listing.orgId}|${listing.status}`, listing, delta);
-      addDelta(this.dayDeltas, `${listing.orgId}|${listing.day}|${listing.status}`, listing, delta);
+      for (const counter of this.counters) {
+        const names = counter.of(listing);
+        const key = names.join('|');
+        const entry = counter.deltas.get(key);
+        if (entry === undefined) counter.deltas.set(key, { names, delta });
+        else entry.delta += delta;
+      }
     }
   }
 
   private flushCounts(): void {
-    const s = this.statements;
-    for (const { listing, delta } of this.countDeltas.values()) {
-      if (delta > 0) s.increaseOrderCount.run(listing.orgId, listing.status, delta);
-      if (delta < 0) {
-        s.decreaseOrderCount.run(-delta, listing.orgId, listing.status);
-        s.dropEmptyOrderCount.run(listing.orgId, listing.status);
-      }
-    }
-    for (const { listing, delta } of this.dayDeltas.values()) {
-      if (delta > 0) s.increaseOrderDay.run(listing.orgId, listing.day, listing.status, delta);
-      if (delta < 0) {
-        s.decreaseOrderDay.run(-delta, listing.orgId, listing.day, listing.status);
-        s.dropEmptyOrderDay.run(listing.orgId, listing.day, listing.status);
+    for (const { deltas, increase, decrease, dropEmpty } of this.counters) {
+      for (const { names, delta } of deltas.values()) {
+        if (delta > 0) increase.run(...names, delta);
+        if (delta < 0) {
+          decrease.run(-delta, ...names);
+          dropEmpty.run(...names);
+        }
       }
     }
   }
 }
 
-/** A counter's net change in one batch, with a listing that names the counter. */
-interface CounterDelta {
-  listing: OrderListing;
-  delta: number;
-}
-
-function addDelta(
-  deltas: Map<string, CounterDelta>,
-  key: string,
-  listing: OrderListing,
-  delta: number,
-): void {
-  const entry = deltas.get(key);
-  if (entry === undefined) deltas.set(key, { listing, delta });
-  else entry.delta += delta;
+/**
+ * A per-organization counter table of listed orders. `of` names a listing's counter in the order
+ * of the table's key columns, as its statements take them; `deltas` holds the batch's net change
+ * per counter, keyed by those names.
+ */
+interface ListingCounter {
+  of: (listing: OrderListing) => (number | string)[];
+  increase: Statement;
+  decrease: Statement;
+  dropEmpty: Statement;
+  deltas: Map<string, { names: (number | string)[]; delta: number }>;
 }
 
 /** The key of a partition in offset maps. */
