@@ -26,6 +26,7 @@ import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../helpers/load.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
+import { appliedMessages } from '../helpers/service.js';
 import { serviceEnv } from '../helpers/service-process.js';
 
 const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
@@ -91,14 +92,7 @@ describe('broker outage', () => {
     const readiness: { at: number; ready: boolean }[] = [];
     const sampler = setInterval(() => readiness.push({ at: Date.now(), ready: service.health().ready }), 200);
 
-    const partitions = [0, 1, 2]; // as createContractTopics makes them
-    /** messages the model holds, from the offsets stored with it (one message per offset: no transactions) */
-    const applied = (): number =>
-      Object.values(topics).reduce(
-        (sum, topic) =>
-          sum + partitions.reduce((n, p) => n + (service.projector()?.storedOffset(topic, p) ?? 0), 0),
-        0,
-      );
+    const applied = (): number => appliedMessages(service, topics);
     const total = log.publications.length + 1;
     const appliedAtStop = applied();
     const stoppedAt = Date.now();
