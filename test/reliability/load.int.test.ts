@@ -58,9 +58,8 @@ describe('load', () => {
               ),
               headers: auth,
             },
-    });
+    }).finally(() => feeding.abort());
     const appliedDuringLoad = appliedMessages(service, fixture.topics) - appliedAtStart;
-    feeding.abort();
     await feeder;
     console.log(
       `[load] ${report.requests} requests in ${durationMs} ms (${Math.round(report.requests / (durationMs / 1000))}/s) while ${appliedDuringLoad} messages were applied (${produced} status changes produced meanwhile): ` +
