@@ -1,11 +1,12 @@
 /** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { freePort, startLocalBroker, stopLocalBroker } from '../scripts/local-kafka.js';
+import { appliedMessages } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
 import { withAdmin } from '../src/consumer/admin.js';
@@ -13,7 +14,6 @@ import { modelLag } from '../src/consumer/lag.js';
 import { EventPublisher } from '../src/consumer/publish.js';
 import { demoEvents } from '../src/demo/data.js';
 import { sha256Hex } from '../src/http/auth.js';
-import { ModelFiles } from '../src/read-model/files.js';
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -243,22 +243,6 @@ export async function startServiceProcess(
     }
   }, 60_000);
   return service;
-}
-
-/** Messages applied so far by the model in `dataDir` (sum of its stored offsets). */
-export function appliedMessages(dataDir: string): number {
-  const file = new ModelFiles(dataDir).currentFile();
-  if (file === null || !existsSync(file)) return 0;
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return (
-      db.prepare('SELECT coalesce(sum(next_offset), 0) AS n FROM consumer_offsets').get() as { n: number }
-    ).n;
-  } catch {
-    return 0;
-  } finally {
-    db.close();
-  }
 }
 
 export async function waitFor(

@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../scripts/local-kafka.js';
+import { appliedMessages } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
-  appliedMessages,
   benchBroker,
   benchKeyOf,
   createBenchTopics,

@@ -13,14 +13,11 @@ export function uniqueTopicName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-/** Partitions per test topic unless a test asks for another number. */
-export const TEST_PARTITIONS = 3;
-
 /** Creates topics on the shared broker and returns their names. */
 export async function createTestTopics(
   admin: Admin,
   prefixes: readonly string[],
-  numPartitions = TEST_PARTITIONS,
+  numPartitions = 3,
 ): Promise<string[]> {
   const topics = prefixes.map(uniqueTopicName);
   await admin.createTopics({
@@ -47,7 +44,7 @@ export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; pr
 /** The four topics of the contract, created fresh for one test file. */
 export async function createContractTopics(
   admin: Admin,
-  numPartitions = TEST_PARTITIONS,
+  numPartitions = 3,
 ): Promise<Record<TopicRole, string>> {
   const [orders, orderStatus, articles, apiKeys] = await createTestTopics(
     admin,

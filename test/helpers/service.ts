@@ -10,14 +10,7 @@ import { loadConfig, type ServiceConfig } from '../../src/config.js';
 import { demoEvents } from '../../src/demo/data.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { issueKeyOf } from './api.js';
-import {
-  connectedClients,
-  createContractTopics,
-  publish,
-  TEST_PARTITIONS,
-  testKafka,
-  uniqueTopicName,
-} from './kafka.js';
+import { connectedClients, createContractTopics, publish, testKafka, uniqueTopicName } from './kafka.js';
 import { serviceEnv } from './service-process.js';
 
 export interface ServiceFixture {
@@ -29,22 +22,6 @@ export interface ServiceFixture {
   start: () => Promise<RunningService>;
   apiUrl: (service: RunningService, path: string) => string;
   adminUrl: (service: RunningService, path: string) => string;
-}
-
-/**
- * Messages the live model holds, from the offsets stored with it (one message
- * per offset: the tests produce without transactions).
- */
-export function appliedMessages(
-  service: RunningService,
-  topics: Record<TopicRole, string>,
-  partitions = TEST_PARTITIONS,
-): number {
-  let sum = 0;
-  for (const topic of Object.values(topics)) {
-    for (let p = 0; p < partitions; p += 1) sum += service.projector()?.storedOffset(topic, p) ?? 0;
-  }
-  return sum;
 }
 
 function portOf(app: RunningService['app']): number {

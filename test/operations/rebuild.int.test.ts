@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { appliedMessagesIn } from '../../scripts/model-progress.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { keyOf } from '../helpers/api.js';
 import { waitUntil } from '../helpers/kafka.js';
@@ -91,21 +92,7 @@ describe('rebuild by replay', () => {
     const rebuild = cli(fixture.env, ['rebuild']);
     const buildProgress = (): number => {
       const building = files.abandonedBuilds()[0];
-      if (building === undefined) return 0;
-      try {
-        const db = new Database(building, { readonly: true, fileMustExist: true });
-        try {
-          return (
-            db.prepare('SELECT coalesce(sum(next_offset), 0) AS n FROM consumer_offsets').get() as {
-              n: number;
-            }
-          ).n;
-        } finally {
-          db.close();
-        }
-      } catch {
-        return 0;
-      }
+      return building === undefined ? 0 : appliedMessagesIn(building);
     };
     await waitUntil('the rebuild has applied some messages', () => buildProgress() > 0, 60_000, 5);
     rebuild.child.kill('SIGKILL');

@@ -3,12 +3,12 @@
  * restart catches up, the model must equal a clean projection of the same log.
  * Short by default; `npm run test:crash:long` runs CRASH_KILLS=20 on a bigger log.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../scripts/local-kafka.js';
+import { appliedMessages } from '../../scripts/model-progress.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import {
   connectedClients,
@@ -24,23 +24,6 @@ import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
 const kills = Number(process.env['CRASH_KILLS'] ?? 4);
 const events = Number(process.env['CRASH_EVENTS'] ?? 30_000);
-
-/** Offsets stored in the model's file: what the service has durably applied. */
-function storedProgress(dataDir: string): number {
-  const file = new ModelFiles(dataDir).currentFile();
-  if (file === null || !existsSync(file)) return 0;
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    const row = db.prepare('SELECT coalesce(sum(next_offset), 0) AS applied FROM consumer_offsets').get() as {
-      applied: number;
-    };
-    return row.applied;
-  } catch {
-    return 0; // tables not created yet
-  } finally {
-    db.close();
-  }
-}
 
 describe('crash safety', () => {
   const dir = tempDir('crash');
@@ -64,7 +47,7 @@ describe('crash safety', () => {
       });
       const progressAtKill: number[] = [];
       for (let k = 0; k < kills; k += 1) {
-        const before = storedProgress(dataDir);
+        const before = appliedMessages(dataDir);
         const service = spawnService(env);
         // Kill once this run has applied something but before the log is done: a random point mid-ingest.
         // Kill points spread over the log with some randomness, so every kill lands before its end.
@@ -72,7 +55,7 @@ describe('crash safety', () => {
         const target = before + 1 + Math.floor(share * (0.3 + 0.6 * Math.random()));
         await waitUntil(
           `run ${k + 1} has applied past ${target}`,
-          () => storedProgress(dataDir) >= target,
+          () => appliedMessages(dataDir) >= target,
           90_000,
           5,
         ).catch((error: unknown) => {
@@ -81,7 +64,7 @@ describe('crash safety', () => {
         });
         service.child.kill('SIGKILL');
         await service.exited;
-        progressAtKill.push(storedProgress(dataDir));
+        progressAtKill.push(appliedMessages(dataDir));
       }
       const final = spawnService(env);
       await waitUntil('the last run is up', async () => {
@@ -92,7 +75,7 @@ describe('crash safety', () => {
           return false;
         }
       });
-      await waitUntil('the last run has caught up', () => storedProgress(dataDir) >= totalMessages, 120_000);
+      await waitUntil('the last run has caught up', () => appliedMessages(dataDir) >= totalMessages, 120_000);
       final.child.kill('SIGTERM');
       expect(await final.exited).toBe(0);
 

@@ -6,11 +6,12 @@
  * articles of an order that is not listed (yet) is a correct answer.
  */
 import { describe, expect, it } from 'vitest';
+import { appliedMessages } from '../../scripts/model-progress.js';
 import { keyOf } from '../helpers/api.js';
 import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../helpers/load.js';
-import { appliedMessages, serviceFixture } from '../helpers/service.js';
+import { serviceFixture } from '../helpers/service.js';
 
 const orders = 20_000;
 
@@ -27,7 +28,7 @@ describe('load', () => {
       60_000,
       20,
     );
-    const appliedAtStart = appliedMessages(service, fixture.topics);
+    const appliedAtStart = appliedMessages(fixture.dataDir);
     // Keeps the projector busy for the whole load: 1 000 status changes every quarter second, each later than the last.
     const feeding = new AbortController();
     let produced = 0;
@@ -59,7 +60,7 @@ describe('load', () => {
               headers: auth,
             },
     }).finally(() => feeding.abort());
-    const appliedDuringLoad = appliedMessages(service, fixture.topics) - appliedAtStart;
+    const appliedDuringLoad = appliedMessages(fixture.dataDir) - appliedAtStart;
     await feeder;
     console.log(
       `[load] ${report.requests} requests in ${durationMs} ms (${Math.round(report.requests / (durationMs / 1000))}/s) while ${appliedDuringLoad} messages were applied (${produced} status changes produced meanwhile): ` +

@@ -17,6 +17,7 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalBroker, stopLocalBroker, type LocalBroker } from '../../scripts/local-kafka.js';
+import { appliedMessages } from '../../scripts/model-progress.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -26,7 +27,6 @@ import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../helpers/load.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
-import { appliedMessages } from '../helpers/service.js';
 import { serviceEnv } from '../helpers/service-process.js';
 
 const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
@@ -34,6 +34,7 @@ const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
 describe('broker outage', () => {
   let broker: LocalBroker | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'outage-'));
+  const dataDir = join(dir, 'data');
   afterAll(async () => {
     if (broker !== undefined) {
       process.kill(broker.pid, 'SIGCONT');
@@ -60,7 +61,7 @@ describe('broker outage', () => {
     await admin.disconnect();
 
     const config = loadConfig({
-      ...serviceEnv({ topics, dataDir: join(dir, 'data'), httpPort: 0, adminPort: 0, groupId: 'outage' }),
+      ...serviceEnv({ topics, dataDir, httpPort: 0, adminPort: 0, groupId: 'outage' }),
       KAFKA_BROKERS: broker.brokers,
       READY_MAX_LAG: '100',
       LOG_LEVEL: 'silent',
@@ -92,7 +93,7 @@ describe('broker outage', () => {
     const readiness: { at: number; ready: boolean }[] = [];
     const sampler = setInterval(() => readiness.push({ at: Date.now(), ready: service.health().ready }), 200);
 
-    const applied = (): number => appliedMessages(service, topics);
+    const applied = (): number => appliedMessages(dataDir);
     const total = log.publications.length + 1;
     const appliedAtStop = applied();
     const stoppedAt = Date.now();
@@ -130,7 +131,7 @@ describe('broker outage', () => {
     expect(duringOutage.every((r) => !r.ready)).toBe(true);
     expect(readyAtEnd).toBe(true);
 
-    const db = new Database(new ModelFiles(join(dir, 'data')).currentFile()!, { readonly: true });
+    const db = new Database(new ModelFiles(dataDir).currentFile()!, { readonly: true });
     const expected = memoryReadModel();
     expected.apply(key, ...log.history);
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
