@@ -128,8 +128,16 @@ const log4jProperties = [
   '',
 ].join('\n');
 
-function clusterId(): string {
-  return randomBytes(16).toString('base64url');
+/**
+ * A random KRaft cluster id: 16 random bytes in URL-safe base64, as Kafka's
+ * `Uuid.randomUuid` draws them. Like Kafka, it draws again when the text
+ * starts with `-`, which `kafka-storage format -t` would read as an option.
+ */
+export function clusterId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (!id.startsWith('-')) return id;
+  }
 }
 
 async function waitUntilReady(brokers: string, child: ChildProcess, logFile: string): Promise<void> {
@@ -189,7 +197,7 @@ export async function startLocalBroker(options: { detached?: boolean } = {}): Pr
 
   const format = spawnSync(
     'java',
-    [...jvm, 'kafka.tools.StorageTool', 'format', '-t', clusterId(), '-c', propertiesFile],
+    [...jvm, 'kafka.tools.StorageTool', 'format', `--cluster-id=${clusterId()}`, '-c', propertiesFile],
     { encoding: 'utf8' },
   );
   if (format.error || format.status !== 0) {
