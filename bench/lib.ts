@@ -10,7 +10,6 @@ import { appliedMessages } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
 import { withAdmin } from '../src/consumer/admin.js';
-import { modelLag } from '../src/consumer/lag.js';
 import { EventPublisher } from '../src/consumer/publish.js';
 import { demoEvents } from '../src/demo/data.js';
 import { sha256Hex } from '../src/http/auth.js';
@@ -103,14 +102,6 @@ export async function publishBenchData(
   await publisher.flush();
   await producer.disconnect();
   return { messages: publisher.published, ms: Date.now() - started };
-}
-
-/** Sum of the high watermarks of the topics. */
-export async function endOffsets(kafka: Kafka, topics: Record<TopicRole, string>): Promise<number> {
-  const partitions = await withAdmin(kafka, (admin) =>
-    modelLag(admin, Object.values(topics), () => undefined),
-  );
-  return partitions.reduce((sum, p) => sum + p.lag, 0);
 }
 
 type RawMessages = readonly { value: Buffer | null }[];

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../scripts/local-kafka.js';
-import { appliedMessages } from '../scripts/model-progress.js';
+import { appliedMessages, topicEndOffsets } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import { ModelFiles } from '../src/read-model/files.js';
@@ -20,7 +20,6 @@ import {
   benchKeyOf,
   createBenchTopics,
   defaultData,
-  endOffsets,
   kafkaOf,
   keyedOrganizations,
   minimalProjector,
@@ -79,7 +78,7 @@ async function setUp(
 /** (a) raw consumer, (b) the projector (the service process) into a fresh model; leaves the model in ctx.dir/data. */
 export async function benchIngest(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
-  const total = await endOffsets(kafka, ctx.topics);
+  const total = await topicEndOffsets(kafka, Object.values(ctx.topics));
   const raw = await rawConsume(kafka, ctx.topics, total);
   const parsed = await rawConsume(kafka, ctx.topics, total, parseEveryValue);
   const minimal = minimalProjector(ctx.dir);
@@ -118,7 +117,7 @@ export async function benchIngest(ctx: Context): Promise<Figure[]> {
 /** `rebuild` CLI over the same topics, against the raw consumer rate of the same run. */
 export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
-  const total = await endOffsets(kafka, ctx.topics);
+  const total = await topicEndOffsets(kafka, Object.values(ctx.topics));
   const raw = await rawConsume(kafka, ctx.topics, total);
   const started = Date.now();
   const output = await new Promise<string>((resolve, reject) => {
@@ -217,7 +216,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const ceiling = await startBenchServer('app-ceiling-server.ts');
   const dataDir = join(ctx.dir, 'data');
   let service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
-  const total = await endOffsets(kafkaOf(ctx.brokers), ctx.topics);
+  const total = await topicEndOffsets(kafkaOf(ctx.brokers), Object.values(ctx.topics));
   await waitFor(() => appliedMessages(dataDir) >= total, 30 * 60_000);
 
   const keyed = keyedOrganizations(ctx.data);
@@ -334,7 +333,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     { ...ctx.data, orders: newOrders, largeOrganizationOrders: 0 },
     ctx.data.orders + 1,
   );
-  const target = await endOffsets(kafka, ctx.topics);
+  const target = await topicEndOffsets(kafka, Object.values(ctx.topics));
   service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const before = appliedMessages(dataDir);
   const f = await cannon(

@@ -1,6 +1,12 @@
-/** How far a model file has got, read from the file itself (for code that watches the service: tests, benchmarks). */
+/**
+ * How far a model file has got, read from the file itself, and how far the topics go (for code that
+ * watches the service: tests, benchmarks).
+ */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import type { Kafka } from 'kafkajs';
+import { withAdmin } from '../src/consumer/admin.js';
+import { modelLag } from '../src/consumer/lag.js';
 import { ModelFiles } from '../src/read-model/files.js';
 
 /**
@@ -28,4 +34,14 @@ export function appliedMessagesIn(file: string): number {
 export function appliedMessages(dataDir: string): number {
   const file = new ModelFiles(dataDir).currentFile();
   return file === null ? 0 : appliedMessagesIn(file);
+}
+
+/**
+ * Sum of the topics' end offsets (high watermarks): what `appliedMessages` reaches once the model
+ * has caught up. It counts every message the topics hold, messages a producer wrote twice on a retry
+ * included.
+ */
+export async function topicEndOffsets(kafka: Kafka, topics: readonly string[]): Promise<number> {
+  const partitions = await withAdmin(kafka, (admin) => modelLag(admin, topics, () => undefined));
+  return partitions.reduce((sum, p) => sum + p.highWatermark, 0);
 }

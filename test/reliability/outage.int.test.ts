@@ -17,7 +17,7 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalBroker, stopLocalBroker, type LocalBroker } from '../../scripts/local-kafka.js';
-import { appliedMessages } from '../../scripts/model-progress.js';
+import { appliedMessages, topicEndOffsets } from '../../scripts/model-progress.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -103,10 +103,8 @@ describe('broker outage', () => {
     const resumedAt = Date.now();
     await publish(producer, topics, log.publications.slice(cut));
     // What the topics hold: a produce request caught by the outage may have been retried and written twice.
-    await admin.connect();
-    const ends = await Promise.all(Object.values(topics).map((topic) => admin.fetchTopicOffsets(topic)));
-    const held = ends.flat().reduce((sum, p) => sum + Number(p.high), 0);
-    await Promise.all([admin.disconnect(), producer.disconnect()]);
+    const held = await topicEndOffsets(kafka, Object.values(topics));
+    await producer.disconnect();
     await waitUntil(
       'caught up after the outage',
       () => service.health().ready && applied() === held,
