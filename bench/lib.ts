@@ -9,10 +9,12 @@ import { freePort, startLocalBroker, stopLocalBroker } from '../scripts/local-ka
 import { appliedMessages } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
-import { withAdmin } from '../src/consumer/admin.js';
 import { EventPublisher } from '../src/consumer/publish.js';
 import { demoEvents } from '../src/demo/data.js';
 import { sha256Hex } from '../src/http/auth.js';
+import { endOffsetsVia, publishingVia } from '../test/helpers/kafkajs-port.js';
+
+export { endOffsetsVia };
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -56,12 +58,16 @@ export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<R
     articles: `${prefix}.pr.articles`,
     apiKeys: `${prefix}.pr.api-keys`,
   };
-  await withAdmin(kafka, (admin) =>
-    admin.createTopics({
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({
       waitForLeaders: true,
       topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
-    }),
-  );
+    });
+  } finally {
+    await admin.disconnect();
+  }
   return topics;
 }
 
@@ -78,7 +84,7 @@ export async function publishBenchData(
   });
   await producer.connect();
   const started = Date.now();
-  const publisher = new EventPublisher(producer, topics);
+  const publisher = new EventPublisher(publishingVia(producer), topics);
   if (firstOrderId === 1) {
     for (const org of keyedOrganizations(data)) {
       await publisher.add({

@@ -20,6 +20,7 @@ import {
   benchKeyOf,
   createBenchTopics,
   defaultData,
+  endOffsetsVia,
   kafkaOf,
   keyedOrganizations,
   minimalProjector,
@@ -78,7 +79,7 @@ async function setUp(
 /** (a) raw consumer, (b) the projector (the service process) into a fresh model; leaves the model in ctx.dir/data. */
 export async function benchIngest(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
-  const total = await topicEndOffsets(kafka, Object.values(ctx.topics));
+  const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
   const raw = await rawConsume(kafka, ctx.topics, total);
   const parsed = await rawConsume(kafka, ctx.topics, total, parseEveryValue);
   const minimal = minimalProjector(ctx.dir);
@@ -117,7 +118,7 @@ export async function benchIngest(ctx: Context): Promise<Figure[]> {
 /** `rebuild` CLI over the same topics, against the raw consumer rate of the same run. */
 export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
-  const total = await topicEndOffsets(kafka, Object.values(ctx.topics));
+  const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
   const raw = await rawConsume(kafka, ctx.topics, total);
   const started = Date.now();
   const output = await new Promise<string>((resolve, reject) => {
@@ -216,7 +217,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const ceiling = await startBenchServer('app-ceiling-server.ts');
   const dataDir = join(ctx.dir, 'data');
   let service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
-  const total = await topicEndOffsets(kafkaOf(ctx.brokers), Object.values(ctx.topics));
+  const total = await topicEndOffsets(endOffsetsVia(kafkaOf(ctx.brokers)), Object.values(ctx.topics));
   await waitFor(() => appliedMessages(dataDir) >= total, 30 * 60_000);
 
   const keyed = keyedOrganizations(ctx.data);
@@ -333,7 +334,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     { ...ctx.data, orders: newOrders, largeOrganizationOrders: 0 },
     ctx.data.orders + 1,
   );
-  const target = await topicEndOffsets(kafka, Object.values(ctx.topics));
+  const target = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
   service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const before = appliedMessages(dataDir);
   const f = await cannon(

@@ -11,7 +11,8 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kafka, logLevel } from 'kafkajs';
+import { pino } from 'pino';
+import { kafkajsPort } from '../src/kafka/kafkajs-adapter.js';
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const pomPath = join(projectRoot, 'scripts', 'kafka', 'pom.xml');
@@ -142,27 +143,26 @@ export function clusterId(): string {
 
 async function waitUntilReady(brokers: string, child: ChildProcess, logFile: string): Promise<void> {
   const deadline = Date.now() + startupTimeoutMs;
-  const kafka = new Kafka({
-    clientId: 'local-kafka-probe',
-    brokers: [brokers],
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 0 },
-  });
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(
         `Kafka broker exited with code ${child.exitCode} during start-up. Its log:\n${readTail(logFile)}`,
       );
     }
-    const admin = kafka.admin();
+    const probe = kafkajsPort({
+      brokers: [brokers],
+      clientId: 'local-kafka-probe',
+      sessionTimeoutMs: 10_000,
+      logger: pino({ level: 'silent' }),
+      retries: 0,
+    });
     try {
-      await admin.connect();
-      const cluster = await admin.describeCluster();
-      if (cluster.brokers.length > 0 && cluster.controller !== null) return;
+      await probe.listTopics();
+      return;
     } catch {
       // not accepting metadata requests yet
     } finally {
-      await admin.disconnect().catch(() => undefined);
+      await probe.close();
     }
     if (Date.now() > deadline) {
       throw new Error(

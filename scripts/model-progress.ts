@@ -4,9 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { Kafka } from 'kafkajs';
-import { withAdmin } from '../src/consumer/admin.js';
-import { modelLag } from '../src/consumer/lag.js';
+import type { KafkaPort } from '../src/kafka/port.js';
 import { ModelFiles } from '../src/read-model/files.js';
 
 /**
@@ -37,11 +35,12 @@ export function appliedMessages(dataDir: string): number {
 }
 
 /**
- * Sum of the topics' end offsets (high watermarks): what `appliedMessages` reaches once the model
- * has caught up. It counts every message the topics hold, messages a producer wrote twice on a retry
- * included.
+ * Sum of the topics' end offsets: what `appliedMessages` reaches once the model has caught up. It
+ * counts every message the topics hold, messages a producer wrote twice on a retry included.
  */
-export async function topicEndOffsets(kafka: Kafka, topics: readonly string[]): Promise<number> {
-  const partitions = await withAdmin(kafka, (admin) => modelLag(admin, topics, () => undefined));
-  return partitions.reduce((sum, p) => sum + p.highWatermark, 0);
+export async function topicEndOffsets(
+  kafka: Pick<KafkaPort, 'endOffsets'>,
+  topics: readonly string[],
+): Promise<number> {
+  return (await kafka.endOffsets(topics)).reduce((sum, p) => sum + p.end, 0);
 }

@@ -1,18 +1,20 @@
 /** Prometheus metrics of one service process (prom-client), served on the admin listener. */
 import { statSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { LifecycleEvents } from './lifecycle/read-model-lifecycle.js';
+import { serviceStates } from './lifecycle/state.js';
 
 export class ServiceMetrics {
   readonly registry = new Registry();
   readonly partitionLag = new Gauge({
     name: 'orders_read_model_partition_lag',
-    help: 'Messages between the broker high watermark and the offset stored with the model',
+    help: 'Messages between the partition end offset and the position stored with the served model',
     labelNames: ['topic', 'partition'] as const,
     registers: [this.registry],
   });
   readonly partitionOffset = new Gauge({
     name: 'orders_read_model_partition_next_offset',
-    help: 'Next offset to apply per partition, as stored with the model',
+    help: 'Position per partition as stored with the served model (the next offset to read)',
     labelNames: ['topic', 'partition'] as const,
     registers: [this.registry],
   });
@@ -47,7 +49,24 @@ export class ServiceMetrics {
   });
   readonly consumerRestarts = new Counter({
     name: 'orders_read_model_consumer_restarts_total',
-    help: 'Consumer restarts by the stall watchdog',
+    help: 'Projector restarts by its supervisor, by projector (served, candidate) and reason (start_failed, failed, stalled)',
+    labelNames: ['projector', 'reason'] as const,
+    registers: [this.registry],
+  });
+  readonly serviceState = new Gauge({
+    name: 'orders_read_model_state',
+    help: 'The service state: 1 for the current one, 0 for the others',
+    labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly invalidTransitions = new Counter({
+    name: 'orders_read_model_invalid_state_transitions_total',
+    help: 'State changes the lifecycle table does not allow (a bug if ever above 0)',
+    registers: [this.registry],
+  });
+  readonly switches = new Counter({
+    name: 'orders_read_model_switches_total',
+    help: 'Switches of the served model to a caught-up candidate',
     registers: [this.registry],
   });
   readonly httpDuration = new Histogram({
@@ -80,5 +99,35 @@ export class ServiceMetrics {
       },
     });
     this.rebuildProgress.set(1);
+    for (const state of serviceStates) this.serviceState.set({ state }, state === 'starting' ? 1 : 0);
+  }
+
+  /** The lifecycle's reports as metrics. */
+  lifecycleEvents(): LifecycleEvents {
+    return {
+      batchApplied: (outcome) => {
+        for (const [type, n] of Object.entries(outcome.appliedByType)) this.eventsApplied.inc({ type }, n);
+        for (const [reason, n] of Object.entries(outcome.deadLettersByReason)) this.deadLetters.inc({ reason }, n);
+        this.batchApplySeconds.observe(outcome.durationMs / 1000);
+      },
+      restarted: (projector, reason) => this.consumerRestarts.inc({ projector, reason }),
+      lagMeasured: (partitions) => {
+        for (const p of partitions) {
+          const labels = { topic: p.topic, partition: String(p.partition) };
+          this.partitionLag.set(labels, p.lag);
+          this.partitionOffset.set(labels, p.nextOffset);
+        }
+      },
+      candidateProgress: (ratio) => this.rebuildProgress.set(ratio),
+      switched: () => {
+        this.switches.inc();
+        this.rebuildProgress.set(1);
+      },
+      stateChanged: (from, to, allowed) => {
+        this.serviceState.set({ state: from }, 0);
+        this.serviceState.set({ state: to }, 1);
+        if (!allowed) this.invalidTransitions.inc();
+      },
+    };
   }
 }

@@ -1,17 +1,17 @@
 /** The CLI's subcommands. Each receives what it needs; main.ts builds it. */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { Kafka, Partitioners } from 'kafkajs';
 import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
-import { requireBrokers, type ServiceConfig } from '../config.js';
-import { withAdmin } from '../consumer/admin.js';
-import { modelLag } from '../consumer/lag.js';
+import type { ServiceConfig } from '../config.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
 import { demoEvents } from '../demo/data.js';
 import { sha256Hex } from '../http/auth.js';
-import { kafkaLogCreator, type Logger } from '../logger.js';
+import { kafkaPortOf } from '../kafka/client.js';
+import type { KafkaPort } from '../kafka/port.js';
+import { lagOf } from '../lifecycle/readiness.js';
+import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
 import { offsetKey } from '../read-model/writer.js';
 import { ModelFiles } from '../read-model/files.js';
@@ -24,47 +24,27 @@ export interface CommandContext {
   print: (line: string) => void;
 }
 
-function kafkaOf({ config, logger }: CommandContext): Kafka {
-  return new Kafka({
-    clientId: config.kafka.clientId,
-    brokers: requireBrokers(config),
-    logCreator: kafkaLogCreator(logger),
-  });
-}
-
-async function withPublisher(
-  ctx: CommandContext,
-  work: (publisher: EventPublisher) => Promise<void>,
-): Promise<number> {
-  const producer = kafkaOf(ctx).producer({
-    allowAutoTopicCreation: false,
-    idempotent: true,
-    maxInFlightRequests: 1,
-    createPartitioner: Partitioners.DefaultPartitioner,
-  });
-  await producer.connect();
+/** Runs `work` with the Kafka port of the configuration, closed afterwards whatever happens. */
+async function withKafka<T>(ctx: CommandContext, work: (kafka: KafkaPort) => Promise<T>): Promise<T> {
+  const kafka = kafkaPortOf(ctx.config, ctx.logger);
   try {
-    const publisher = new EventPublisher(producer, ctx.config.topics);
-    await work(publisher);
-    await publisher.flush();
-    return publisher.published;
+    return await work(kafka);
   } finally {
-    await producer.disconnect();
+    await kafka.close();
   }
 }
 
-export async function createTopics(ctx: CommandContext, partitions: number): Promise<void> {
-  const created = await withAdmin(kafkaOf(ctx), async (admin) => {
-    const existing = new Set(await admin.listTopics());
-    const missing = Object.values(ctx.config.topics).filter((t) => !existing.has(t));
-    if (missing.length > 0) {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
-      });
-    }
-    return missing;
+function withPublisher(ctx: CommandContext, work: (publisher: EventPublisher) => Promise<void>): Promise<number> {
+  return withKafka(ctx, async (kafka) => {
+    const publisher = new EventPublisher(kafka, ctx.config.topics);
+    await work(publisher);
+    await publisher.flush();
+    return publisher.published;
   });
+}
+
+export async function createTopics(ctx: CommandContext, partitions: number): Promise<void> {
+  const created = await withKafka(ctx, (kafka) => kafka.createTopics(Object.values(ctx.config.topics), partitions));
   ctx.print(
     created.length === 0
       ? 'All topics exist.'
@@ -172,9 +152,8 @@ export async function status(ctx: CommandContext): Promise<void> {
     };
     if (ctx.config.kafka.brokers.length > 0) {
       const stored = new Map(offsets.map((o) => [offsetKey(o.topic, o.partition), o.next_offset]));
-      const partitions = await withAdmin(kafkaOf(ctx), (admin) =>
-        modelLag(admin, Object.values(ctx.config.topics), (t, p) => stored.get(offsetKey(t, p))),
-      );
+      const ends = await withKafka(ctx, (kafka) => kafka.endOffsets(Object.values(ctx.config.topics)));
+      const partitions = lagOf(ends, stored);
       report['totalLag'] = partitions.reduce((sum, p) => sum + p.lag, 0);
       report['partitions'] = partitions;
     } else {
@@ -189,26 +168,24 @@ export async function status(ctx: CommandContext): Promise<void> {
 
 export async function rebuild(ctx: CommandContext, options: { promote: boolean }): Promise<void> {
   const files = new ModelFiles(ctx.config.dataDir);
-  for (const abandoned of files.abandonedBuilds()) {
-    files.removeBuild(abandoned);
-    ctx.print(`Removed the abandoned build ${abandoned}.`);
-  }
   const progress = progressReporter('rebuild', ctx.logger, 'events');
   const interrupted = new Promise<void>((resolve) => {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
   try {
-    const result = await rebuildModel({
-      kafka: kafkaOf(ctx),
-      topics: ctx.config.topics,
-      files,
-      groupId: ctx.config.kafka.groupId,
-      sessionTimeoutMs: ctx.config.kafka.sessionTimeoutMs,
-      logger: ctx.logger,
-      onProgress: (p) => progress.update(p.done, p.total, { deadLetters: p.deadLetters }),
-      abort: interrupted,
-    });
+    const result = await withKafka(ctx, (kafka) =>
+      rebuildModel({
+        port: kafka,
+        topics: ctx.config.topics,
+        files,
+        groupId: ctx.config.kafka.groupId,
+        logger: ctx.logger,
+        onProgress: (p) => progress.update(p.done, p.total, { deadLetters: p.deadLetters }),
+        abort: interrupted,
+      }),
+    );
+    for (const abandoned of result.removedAbandoned) ctx.print(`Removed the abandoned build ${abandoned}.`);
     progress.update(result.done, result.total, { deadLetters: result.deadLetters });
     progress.stop();
     const seconds = result.durationMs / 1000;
@@ -216,10 +193,12 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
       `Rebuilt ${result.done} messages in ${seconds.toFixed(1)} s (${Math.round(result.done / Math.max(seconds, 0.001))} events/s) into ${result.file}; ${result.deadLetters} dead letters met on the way.`,
     );
     if (options.promote) {
-      files.promote(result.file);
-      ctx.print('Promoted it: a running service switches to it within a second; the next start uses it.');
+      files.proposeNext(result.file);
+      ctx.print(
+        'Proposed it as the next model (DATA_DIR/NEXT): the service catches it up to the served model in a worker thread and serves it once it has reached it on every partition (at its next start if none runs now).',
+      );
     } else {
-      ctx.print('Not promoted (--no-promote).');
+      ctx.print('Not proposed (--no-promote): the file is kept; nothing deletes it.');
     }
   } finally {
     progress.stop();

@@ -1,78 +1,93 @@
-/** The main thread's handle on the projector thread: stored offsets, batch outcomes, stop and pause. */
+/** Runs a projector in a worker thread and gives the main thread its handle (positions, failure, stop). */
 import { Worker } from 'node:worker_threads';
 import type { ServiceConfig } from '../config.js';
+import type { ProjectorSpec, RunningProjector } from '../lifecycle/projector-handle.js';
 import type { Logger } from '../logger.js';
 import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
+
+export interface ProjectorWorkerData {
+  file: string;
+  groupId: string;
+  config: ServiceConfig;
+}
 
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };
 export type FromProjectorThread =
   | { type: 'started'; offsets: { topic: string; partition: number; nextOffset: number }[] }
   | { type: 'batch'; topic: string; partition: number; outcome: BatchOutcome }
+  | { type: 'failed'; message: string; stack?: string }
   | { type: 'stopped' };
-
-export interface ProjectorThread {
-  /** next offset per partition as committed with the model (what the thread last reported) */
-  storedOffset(topic: string, partition: number): number | undefined;
-  /** stops consuming without committing anything partial, closes the write connection, ends the thread */
-  stop(): Promise<void>;
-  /** pauses fetching on every topic (diagnostics: the stall watchdog will notice and restart the thread) */
-  pause(): void;
-}
 
 /** A plain-JavaScript entry that loads `projector-worker.ts` through tsx inside the thread. */
 const workerUrl = new URL('./projector-worker.mjs', import.meta.url);
 
-export async function startProjectorThread(options: {
-  file: string;
-  config: ServiceConfig;
-  logger: Logger;
-  onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
-}): Promise<ProjectorThread> {
+export class ProjectorThreadFailed extends Error {
+  readonly code = 'PROJECTOR_THREAD_FAILED';
+}
+
+export function startProjectorThread(
+  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger },
+): Promise<RunningProjector> {
   const worker = new Worker(workerUrl, {
-    workerData: { file: options.file, config: options.config },
+    workerData: { file: spec.file, groupId: spec.groupId, config: spec.config } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
     // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process.
     resourceLimits: { maxOldGenerationSizeMb: 192, maxYoungGenerationSizeMb: 16 },
   });
-  const offsets = new Map<string, number>();
-  let stopped: () => void = () => undefined;
-  const whenStopped = new Promise<void>((resolve) => (stopped = resolve));
-  const started = new Promise<void>((resolve, reject) => {
+  const positions = new Map<string, number>();
+  let stopping = false;
+  let fail: (error: Error) => void = () => undefined;
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
+  let exited: () => void = () => undefined;
+  const whenExited = new Promise<void>((resolve) => (exited = resolve));
+
+  return new Promise<RunningProjector>((resolve, reject) => {
+    const handle: RunningProjector = {
+      positions: () => positions,
+      failed,
+      pause: () => worker.postMessage({ type: 'pause' } satisfies ToProjectorThread),
+      stop: async () => {
+        if (!stopping) {
+          stopping = true;
+          worker.postMessage({ type: 'stop' } satisfies ToProjectorThread);
+        }
+        await whenExited;
+      },
+    };
+    const failWith = (error: Error): void => {
+      reject(error);
+      if (!stopping) fail(error);
+    };
     worker.on('message', (message: FromProjectorThread) => {
       switch (message.type) {
         case 'started':
-          for (const o of message.offsets) offsets.set(offsetKey(o.topic, o.partition), o.nextOffset);
-          resolve();
+          for (const o of message.offsets) positions.set(offsetKey(o.topic, o.partition), o.nextOffset);
+          resolve(handle);
           return;
         case 'batch':
           if (message.outcome.nextOffset !== null) {
-            offsets.set(offsetKey(message.topic, message.partition), message.outcome.nextOffset);
+            positions.set(offsetKey(message.topic, message.partition), message.outcome.nextOffset);
           }
-          options.onBatch(message.topic, message.partition, message.outcome);
+          spec.onBatch(message.topic, message.partition, message.outcome);
           return;
+        case 'failed': {
+          const error = new ProjectorThreadFailed(message.message);
+          if (message.stack !== undefined) error.stack = message.stack;
+          failWith(error);
+          void worker.terminate();
+          return;
+        }
         case 'stopped':
-          stopped();
+          // The thread has closed its database and clients: nothing of it is still needed.
+          void worker.terminate();
           return;
       }
     });
-    worker.on('error', (error) => {
-      options.logger.error({ err: error }, 'projector thread failed');
-      reject(error);
-    });
+    worker.on('error', (error) => failWith(error));
     worker.on('exit', (code) => {
-      stopped();
-      if (code !== 0) options.logger.warn({ code }, 'projector thread exited');
+      exited();
+      if (!stopping) failWith(new ProjectorThreadFailed(`the projector thread exited with code ${code}`));
     });
   });
-  await started;
-  return {
-    storedOffset: (topic, partition) => offsets.get(offsetKey(topic, partition)),
-    pause: () => worker.postMessage({ type: 'pause' } satisfies ToProjectorThread),
-    stop: async () => {
-      worker.postMessage({ type: 'stop' } satisfies ToProjectorThread);
-      await whenStopped;
-      await worker.terminate();
-    },
-  };
 }

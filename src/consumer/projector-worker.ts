@@ -1,25 +1,26 @@
 /**
- * The projector's thread: it owns the Kafka consumer and the model's only
- * write connection, so applying batches (synchronous SQLite transactions)
- * never blocks the event loop that answers API requests.
+ * The projector's thread: it owns a Kafka consumer and the model's only write connection, so
+ * applying batches (synchronous SQLite transactions) never blocks the event loop that answers API
+ * requests. It ends by itself when its consumption fails; the main thread's supervisor restarts it.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Kafka } from 'kafkajs';
-import { roleOfTopic, type ServiceConfig } from '../config.js';
-import { createLogger, kafkaLogCreator } from '../logger.js';
+import { roleOfTopic } from '../config.js';
+import { kafkaPortOf } from '../kafka/client.js';
+import type { Consumption } from '../kafka/port.js';
+import { createLogger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { ReadModelWriter } from '../read-model/writer.js';
-import { startProjector } from './projector.js';
-import type { FromProjectorThread, ToProjectorThread } from './projector-thread.js';
+import { runProjection } from './projector.js';
+import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
-const { file, config } = workerData as { file: string; config: ServiceConfig };
+const { file, groupId, config } = workerData as ProjectorWorkerData;
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
 
-const logger = createLogger(config.logLevel).child({ component: 'projector' });
+const logger = createLogger(config.logLevel).child({ component: 'projector', file });
 
 /**
  * Requests come first: when both want more CPU than there is, the thread answering them wins and
@@ -33,39 +34,53 @@ try {
 } catch (error) {
   logger.debug({ err: error }, 'the projector thread keeps the process priority');
 }
+
 const db = openReadModel(file);
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
-const kafka = new Kafka({
-  clientId: config.kafka.clientId,
-  brokers: config.kafka.brokers,
-  logCreator: kafkaLogCreator(logger),
-});
-
-const projector = await startProjector({
-  kafka,
-  groupId: config.kafka.groupId,
-  sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+const kafka = kafkaPortOf(config, logger);
+const starting: Promise<Consumption> = runProjection({
+  port: kafka,
+  groupId,
   topics: config.topics,
   writer,
   logger,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
 });
-post({ type: 'started', offsets: writer.storedOffsets() });
+let ending = false;
+
+/** Stops consuming (once started), closes the write connection and the thread's clients; `report` goes last. */
+async function end(report: FromProjectorThread): Promise<void> {
+  if (ending) return;
+  ending = true;
+  const consumption = await starting.catch(() => null);
+  await consumption?.stop().catch((error: unknown) => logger.warn({ err: error }, 'stopping the consumer'));
+  await kafka.close().catch(() => undefined);
+  db.close();
+  post(report);
+  port?.close();
+}
+
+function failed(error: unknown): Promise<void> {
+  const e = error instanceof Error ? error : new Error(String(error));
+  return end({ type: 'failed', message: e.message, ...(e.stack === undefined ? {} : { stack: e.stack }) });
+}
 
 port.on('message', (message: ToProjectorThread) => {
   switch (message.type) {
     case 'pause':
-      projector.consumer.pause(Object.values(config.topics).map((topic) => ({ topic })));
+      void starting.then((consumption) => consumption.pause(), () => undefined);
       return;
     case 'stop':
-      void projector
-        .stop()
-        .catch((error: unknown) => logger.error({ err: error }, 'stopping the consumer'))
-        .finally(() => {
-          db.close();
-          post({ type: 'stopped' });
-          port.close();
-        });
+      void end({ type: 'stopped' });
       return;
   }
 });
+
+starting.then(
+  (consumption) => {
+    if (ending) return;
+    post({ type: 'started', offsets: writer.storedOffsets() });
+    void consumption.failed.then(failed);
+  },
+  failed,
+);

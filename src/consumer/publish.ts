@@ -1,5 +1,5 @@
 /** Publishing events the way the contract says (JSON value, keyed by order id or key id), in order per key. */
-import type { Producer } from 'kafkajs';
+import type { KafkaPort } from '../kafka/port.js';
 import { topicRoleOfType, type DomainEvent, type TopicRole } from '../../schemas/events.js';
 
 export function topicRoleOf(event: DomainEvent): TopicRole {
@@ -19,7 +19,7 @@ export class EventPublisher {
   published = 0;
 
   constructor(
-    private readonly producer: Producer,
+    private readonly kafka: Pick<KafkaPort, 'publish'>,
     private readonly topics: Record<TopicRole, string>,
     private readonly batchSize = 5000,
     /** stays well under the broker's default 1 MiB limit for one request's record batch */
@@ -39,20 +39,10 @@ export class EventPublisher {
 
   async flush(): Promise<void> {
     if (this.pending.length === 0) return;
-    const byTopic = new Map<string, { key: string; value: Buffer | string | null }[]>();
-    for (const { role, key, value } of this.pending) {
-      const topic = this.topics[role];
-      const list = byTopic.get(topic) ?? [];
-      list.push({ key, value });
-      byTopic.set(topic, list);
-    }
-    const count = this.pending.length;
+    const messages = this.pending.map(({ role, key, value }) => ({ topic: this.topics[role], key, value }));
     this.pending = [];
     this.pendingBytes = 0;
-    await this.producer.sendBatch({
-      acks: -1,
-      topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
-    });
-    this.published += count;
+    await this.kafka.publish(messages);
+    this.published += messages.length;
   }
 }

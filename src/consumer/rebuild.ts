@@ -1,18 +1,17 @@
 /**
- * Rebuild by replay: consume every topic from its earliest offset up to the
- * end offsets read at the start, into a NEW generation file. The live model
- * is not touched; the caller promotes the result.
+ * Rebuild by replay: consume every topic from its earliest offset up to the end offsets read at the
+ * start, into a NEW generation file. The served model is not touched; the caller proposes the result
+ * (`ModelFiles.proposeNext`), and a running service serves it once it has caught up with the served
+ * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once.
  */
-import type { Kafka } from 'kafkajs';
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
+import type { KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { closeAsStandaloneFile, openReadModel } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
-import { ReadModelWriter, type BatchOutcome } from '../read-model/writer.js';
-import { withAdmin } from './admin.js';
-import { modelLag } from './lag.js';
-import { startProjector } from './projector.js';
+import { ReadModelWriter } from '../read-model/writer.js';
+import { runProjection } from './projector.js';
 
 export interface RebuildProgress {
   /** messages applied or dead-lettered so far, up to the targets */
@@ -25,15 +24,16 @@ export interface RebuildProgress {
 export interface RebuildResult extends RebuildProgress {
   file: string;
   durationMs: number;
+  /** builds of rebuilds that died before finishing, removed under the lock */
+  removedAbandoned: string[];
 }
 
 export interface RebuildOptions {
-  kafka: Kafka;
+  port: KafkaPort;
   topics: Record<TopicRole, string>;
   files: ModelFiles;
   /** the group id of the replica; the rebuild uses its own, derived from it, and deletes it afterwards */
   groupId: string;
-  sessionTimeoutMs: number;
   logger: Logger;
   onProgress?: (progress: RebuildProgress) => void;
   /** resolves when the rebuild should stop early (the build file is then removed) */
@@ -45,11 +45,26 @@ export class RebuildAborted extends Error {
 }
 
 export async function rebuildModel(options: RebuildOptions): Promise<RebuildResult> {
+  const release = options.files.acquireRebuildLock('rebuild');
+  try {
+    // Holding the lock, no other rebuild is writing: any build left in the directory was abandoned.
+    const removedAbandoned = options.files.abandonedBuilds();
+    for (const abandoned of removedAbandoned) options.files.removeBuild(abandoned);
+    return { ...(await replay(options)), removedAbandoned };
+  } finally {
+    release();
+  }
+}
+
+async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'removedAbandoned'>> {
   const started = Date.now();
   // Where each partition's log starts and ends now: the rebuild's targets.
-  const targets = (
-    await withAdmin(options.kafka, (admin) => modelLag(admin, Object.values(options.topics), () => undefined))
-  ).map((p) => ({ topic: p.topic, partition: p.partition, low: p.nextOffset, high: p.highWatermark }));
+  const targets = (await options.port.endOffsets(Object.values(options.topics))).map((p) => ({
+    topic: p.topic,
+    partition: p.partition,
+    low: p.start,
+    high: p.end,
+  }));
   const total = targets.reduce((sum, t) => sum + (t.high - t.low), 0);
 
   const building = options.files.newBuildingFile();
@@ -73,14 +88,13 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
       const groupId = `${options.groupId}.rebuild.${Date.now()}`;
       let finish: () => void = () => undefined;
       const finished = new Promise<void>((resolve) => (finish = resolve));
-      const projector = await startProjector({
-        kafka: options.kafka,
+      const consumption = await runProjection({
+        port: options.port,
         groupId,
-        sessionTimeoutMs: options.sessionTimeoutMs,
         topics: options.topics,
         writer,
         logger: options.logger.child({ component: 'rebuild' }),
-        onBatch: ({ outcome }: { outcome: BatchOutcome }) => {
+        onBatch: ({ outcome }) => {
           deadLetters += outcome.deadLettered;
           options.onProgress?.(progress());
           if (caughtUp()) finish();
@@ -90,12 +104,14 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
         const aborted = options.abort?.then(() => 'aborted' as const);
         const outcome = await Promise.race([
           finished.then(() => 'done' as const),
+          consumption.failed,
           ...(aborted ? [aborted] : []),
         ]);
         if (outcome === 'aborted') throw new RebuildAborted('rebuild aborted');
+        if (outcome instanceof Error) throw outcome;
       } finally {
-        await projector.stop();
-        await deleteGroup(options.kafka, groupId);
+        await consumption.stop();
+        await options.port.deleteGroup(groupId);
       }
     }
     closeAsStandaloneFile(db);
@@ -108,9 +124,4 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
   const result = { ...progress(), file, durationMs: Date.now() - started };
   options.logger.info(result, 'rebuild finished');
   return result;
-}
-
-async function deleteGroup(kafka: Kafka, groupId: string): Promise<void> {
-  // Best effort: an empty leftover group expires on the broker by itself.
-  await withAdmin(kafka, (admin) => admin.deleteGroups([groupId])).catch(() => undefined);
 }

@@ -2,7 +2,7 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
-import type { HealthReport } from '../service.js';
+import type { HealthReport } from '../lifecycle/read-model-lifecycle.js';
 
 export async function buildAdminApp(deps: {
   health: () => HealthReport;

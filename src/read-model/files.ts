@@ -1,9 +1,9 @@
 /**
- * The read model on disk: a data directory of generation files and a
- * `CURRENT` pointer naming the live one. A rebuild writes a new generation
- * beside the live one and is promoted by replacing the pointer atomically
- * (write, fsync, rename), so a reader never sees a half-built model and a
- * failed rebuild leaves the live one untouched.
+ * The read model on disk: a data directory of generation files, a `CURRENT` pointer naming the
+ * served one and a `NEXT` pointer naming a candidate that the service serves once it has caught up
+ * with the served one. Pointers are replaced atomically (write, fsync, rename). A rebuild writes a
+ * new generation beside the served one; `rebuild.lock` keeps two rebuilds of one directory apart.
+ * A process deletes only files it created or retired itself.
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -18,24 +18,42 @@ import {
   writeSync,
 } from 'node:fs';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
 
 const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
 
+export class RebuildLocked extends Error {
+  readonly code = 'REBUILD_LOCKED';
+}
+
 export class ModelFiles {
   readonly pointerPath: string;
+  readonly nextPointerPath: string;
+  readonly lockPath: string;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true });
     this.pointerPath = join(dir, 'CURRENT');
+    this.nextPointerPath = join(dir, 'NEXT');
+    this.lockPath = join(dir, 'rebuild.lock');
   }
 
-  /** Absolute path of the live generation, or null before the first one exists. */
+  /** Absolute path of the served generation, or null before the first one exists. */
   currentFile(): string | null {
-    if (!existsSync(this.pointerPath)) return null;
-    const name = readFileSync(this.pointerPath, 'utf8').trim();
-    return generationPattern.test(name) ? join(this.dir, name) : null;
+    return this.readPointer(this.pointerPath);
+  }
+
+  /** The candidate a rebuild proposed, or null. */
+  nextFile(): string | null {
+    return this.readPointer(this.nextPointerPath);
+  }
+
+  private readPointer(path: string): string | null {
+    if (!existsSync(path)) return null;
+    const name = readFileSync(path, 'utf8').trim();
+    return generationPattern.test(name) && existsSync(join(this.dir, name)) ? join(this.dir, name) : null;
   }
 
   /** A fresh path for a generation that is being built. */
@@ -56,9 +74,23 @@ export class ModelFiles {
     return finalFile;
   }
 
-  /** Makes `file` the live generation, atomically. */
+  /** Makes `file` the served generation, atomically. Only the service that switches to it calls this. */
   promote(file: string): void {
-    const tmp = `${this.pointerPath}.tmp`;
+    this.writePointer(this.pointerPath, file);
+  }
+
+  /** Proposes `file` as the next served generation; the service switches once it has caught up. */
+  proposeNext(file: string): void {
+    this.writePointer(this.nextPointerPath, file);
+  }
+
+  /** Withdraws the proposal when it still names `file`. */
+  clearNext(file: string): void {
+    if (this.nextFile() === file) rmSync(this.nextPointerPath, { force: true });
+  }
+
+  private writePointer(path: string, file: string): void {
+    const tmp = `${path}.tmp`;
     const fd = openSync(tmp, 'w');
     try {
       writeSync(fd, `${basename(file)}\n`);
@@ -66,7 +98,7 @@ export class ModelFiles {
     } finally {
       closeSync(fd);
     }
-    renameSync(tmp, this.pointerPath);
+    renameSync(tmp, path);
     const dirFd = openSync(this.dir, 'r');
     try {
       fsyncSync(dirFd);
@@ -75,15 +107,46 @@ export class ModelFiles {
     }
   }
 
-  /** Deletes finished generations other than `keep` (with their -wal and -shm files); returns what it deleted. */
-  removeGenerationsExcept(keep: string): string[] {
-    const removed: string[] = [];
-    for (const name of readdirSync(this.dir)) {
-      if (!generationPattern.test(name) || join(this.dir, name) === keep) continue;
-      for (const suffix of ['', '-wal', '-shm']) rmSync(join(this.dir, name + suffix), { force: true });
-      removed.push(name);
+  /** Deletes one generation (with its -wal and -shm files): one this process created or retired. */
+  removeGeneration(file: string): void {
+    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+  }
+
+  /**
+   * Takes the directory's rebuild lock for `purpose`, or throws RebuildLocked naming its holder. A lock
+   * left by a process that no longer runs on this host is taken over. Returns the release function.
+   */
+  acquireRebuildLock(purpose: string): () => void {
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      try {
+        const fd = openSync(this.lockPath, 'wx');
+        writeSync(fd, JSON.stringify({ pid: process.pid, host: hostname(), purpose, since: new Date().toISOString() }));
+        closeSync(fd);
+        let held = true;
+        return () => {
+          if (held) rmSync(this.lockPath, { force: true });
+          held = false;
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        const holder = this.lockHolder();
+        if (holder !== null && holderRuns(holder)) {
+          throw new RebuildLocked(
+            `Another rebuild of ${this.dir} is running (${holder.purpose}, pid ${holder.pid} on ${holder.host} since ${holder.since}). Wait for it to finish, or stop it.`,
+          );
+        }
+        rmSync(this.lockPath, { force: true });
+      }
     }
-    return removed;
+    throw new RebuildLocked(`Could not take ${this.lockPath}`);
+  }
+
+  private lockHolder(): LockHolder | null {
+    try {
+      return JSON.parse(readFileSync(this.lockPath, 'utf8')) as LockHolder;
+    } catch {
+      return null;
+    }
   }
 
   /** Builds left behind by interrupted rebuilds. */
@@ -98,5 +161,22 @@ export class ModelFiles {
 
   removeBuild(buildingFile: string): void {
     for (const suffix of ['', '-wal', '-shm']) rmSync(buildingFile + suffix, { force: true });
+  }
+}
+
+interface LockHolder {
+  pid: number;
+  host: string;
+  purpose: string;
+  since: string;
+}
+
+function holderRuns(holder: LockHolder): boolean {
+  if (holder.host !== hostname()) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

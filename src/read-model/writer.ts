@@ -20,14 +20,10 @@ import {
 import { updateOrderSql, writeSql } from '../../projections/orders/sql.js';
 import type { EventType, TopicRole } from '../../schemas/events.js';
 import { decodeEvent, type DeadLetterReason } from '../consumer/decode.js';
+import type { RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
 
-export interface RawMessage {
-  /** Kafka offset, a decimal string as kafkajs gives it */
-  offset: string;
-  key: Buffer | null;
-  value: Buffer | null;
-}
+export type { RawMessage };
 
 export interface BatchOutcome {
   /** events decoded and projected (including those that changed nothing) */
@@ -107,7 +103,17 @@ export class ReadModelWriter {
     });
   }
 
-  applyBatch(topic: string, partition: number, messages: readonly RawMessage[]): BatchOutcome {
+  /**
+   * Applies one partition's batch and stores the position after it. `positionAfter` is the
+   * client's fetch position, which may lie beyond the last message (transaction markers, compacted
+   * gaps); without it the position is the last message's offset + 1.
+   */
+  applyBatch(
+    topic: string,
+    partition: number,
+    messages: readonly RawMessage[],
+    positionAfter?: number,
+  ): BatchOutcome {
     const role = this.roleOfTopic(topic);
     if (role === undefined) throw new Error(`topic ${topic} is not one of the configured topics`);
     const outcome: BatchOutcome = {
@@ -155,6 +161,7 @@ export class ReadModelWriter {
         }
         next = offset + 1;
       }
+      if (positionAfter !== undefined && positionAfter > next) next = positionAfter;
       this.flushCounts();
       if (next !== stored) this.statements.upsertOffset.run(topic, partition, next);
     });

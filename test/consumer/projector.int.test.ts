@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, inject, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
 import { roleOfTopic } from '../../src/config.js';
-import { modelLag } from '../../src/consumer/lag.js';
-import { startProjector } from '../../src/consumer/projector.js';
+import { runProjection } from '../../src/consumer/projector.js';
+import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import {
@@ -35,22 +35,28 @@ describe('projector through the real broker', () => {
 
     const db = openReadModel(join(dir, 'model.sqlite'));
     const writer = new ReadModelWriter(db, roleOfTopic(topics));
-    const projector = await startProjector({
-      kafka,
-      groupId: uniqueTopicName('projector'),
+    const port = kafkajsPort({
+      brokers: inject('kafkaBrokers').split(','),
+      clientId: 'projector-test',
       sessionTimeoutMs: 6000,
+      logger: pino({ level: 'silent' }),
+    });
+    const consumption = await runProjection({
+      port,
+      groupId: uniqueTopicName('projector'),
       topics,
       writer,
       logger: pino({ level: 'silent' }),
     });
     try {
       await waitUntil('the model has caught up', async () =>
-        (await modelLag(admin, Object.values(topics), (t, p) => writer.storedOffset(t, p))).every(
-          (p) => p.lag === 0,
+        (await port.endOffsets(Object.values(topics))).every(
+          (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
         ),
       );
     } finally {
-      await projector.stop();
+      await consumption.stop();
+      await port.close();
     }
 
     const expected = memoryReadModel();

@@ -3,6 +3,7 @@ import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkaj
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { EventPublisher } from '../../src/consumer/publish.js';
 import { afterAll, inject } from 'vitest';
+import { publishingVia } from './kafkajs-port.js';
 
 export function testKafka(clientId = 'test'): Kafka {
   return new Kafka({ clientId, brokers: inject('kafkaBrokers').split(','), logLevel: logLevel.NOTHING });
@@ -62,7 +63,7 @@ export async function publish(
   topics: Record<TopicRole, string>,
   publications: readonly Publication[],
 ): Promise<void> {
-  const publisher = new EventPublisher(producer, topics);
+  const publisher = new EventPublisher(publishingVia(producer), topics);
   for (const item of publications) {
     await ('raw' in item ? publisher.addMessage(item.role, item.key, item.raw) : publisher.add(item));
   }

@@ -18,6 +18,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalBroker, stopLocalBroker, type LocalBroker } from '../../scripts/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../../scripts/model-progress.js';
+import { endOffsetsVia } from '../helpers/kafkajs-port.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -103,7 +104,7 @@ describe('broker outage', () => {
     const resumedAt = Date.now();
     await publish(producer, topics, log.publications.slice(cut));
     // What the topics hold: a produce request caught by the outage may have been retried and written twice.
-    const held = await topicEndOffsets(kafka, Object.values(topics));
+    const held = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
     await producer.disconnect();
     await waitUntil(
       'caught up after the outage',

@@ -1,0 +1,229 @@
+/**
+ * The Kafka port implemented with kafkajs: the only module that imports the client library, so a
+ * maintained client can replace it here without touching the rest of the service.
+ */
+import { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
+import type { Logger } from '../logger.js';
+import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
+
+export interface KafkajsPortOptions {
+  brokers: readonly string[];
+  clientId: string;
+  sessionTimeoutMs: number;
+  logger: Logger;
+  /** kafkajs's own retries per request before an operation fails (its default: 5) */
+  retries?: number;
+}
+
+export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
+  const kafka = new Kafka({
+    clientId: options.clientId,
+    brokers: [...options.brokers],
+    logCreator: kafkaLogCreator(options.logger),
+    ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
+  });
+  let admin: Promise<Admin> | null = null;
+  let producer: Promise<Producer> | null = null;
+  const connectedAdmin = (): Promise<Admin> => {
+    admin ??= connectOnce(kafka.admin(), () => (admin = null));
+    return admin;
+  };
+  const connectedProducer = (): Promise<Producer> => {
+    producer ??= connectOnce(
+      kafka.producer({
+        allowAutoTopicCreation: false,
+        idempotent: true,
+        maxInFlightRequests: 1,
+        createPartitioner: Partitioners.DefaultPartitioner,
+      }),
+      () => (producer = null),
+    );
+    return producer;
+  };
+
+  return {
+    consume: (consume) => startConsumption(kafka, options, consume),
+    endOffsets: async (topics) => {
+      const client = await connectedAdmin();
+      const ends: PartitionEnds[] = [];
+      for (const topic of topics) {
+        for (const p of await client.fetchTopicOffsets(topic)) {
+          ends.push({ topic, partition: p.partition, start: Number(p.low), end: Number(p.high) });
+        }
+      }
+      return ends;
+    },
+    listTopics: async () => (await connectedAdmin()).listTopics(),
+    createTopics: async (topics, partitions) => {
+      const client = await connectedAdmin();
+      const existing = new Set(await client.listTopics());
+      const missing = topics.filter((topic) => !existing.has(topic));
+      if (missing.length > 0) {
+        await client.createTopics({
+          waitForLeaders: true,
+          topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
+        });
+      }
+      return missing;
+    },
+    publish: async (messages: readonly OutgoingMessage[]) => {
+      if (messages.length === 0) return;
+      const byTopic = new Map<string, { key: string; value: Buffer | string | null }[]>();
+      for (const { topic, key, value } of messages) {
+        const list = byTopic.get(topic) ?? [];
+        list.push({ key, value });
+        byTopic.set(topic, list);
+      }
+      await (
+        await connectedProducer()
+      ).sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
+      });
+    },
+    deleteGroup: async (groupId) => {
+      await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
+    },
+    close: async () => {
+      const clients = await Promise.allSettled([admin, producer].filter((c) => c !== null));
+      admin = null;
+      producer = null;
+      for (const client of clients) {
+        if (client.status === 'fulfilled') await client.value.disconnect().catch(() => undefined);
+      }
+    },
+  };
+}
+
+/** Connects a client once; a failed connection is forgotten so that the next call tries again. */
+async function connectOnce<T extends { connect(): Promise<void> }>(client: T, forget: () => void): Promise<T> {
+  try {
+    await client.connect();
+    return client;
+  } catch (error) {
+    forget();
+    throw error;
+  }
+}
+
+async function startConsumption(
+  kafka: Kafka,
+  options: KafkajsPortOptions,
+  consume: ConsumeOptions,
+): Promise<Consumption> {
+  const logger = options.logger;
+  const consumer = kafka.consumer({
+    groupId: consume.groupId,
+    sessionTimeout: options.sessionTimeoutMs,
+    heartbeatInterval: Math.max(500, Math.floor(options.sessionTimeoutMs / 5)),
+    allowAutoTopicCreation: false,
+    // One fetch of at most 4 MiB keeps the decoded batch in memory small (kafkajs defaults to 10 MiB).
+    maxBytes: 4 * 1024 * 1024,
+    readUncommitted: false,
+    // The service's supervisor restarts a failed consumer with backoff and counts it; kafkajs must not
+    // restart it behind the supervisor's back.
+    retry: { restartOnFailure: () => Promise.resolve(false) },
+  });
+  let stopping = false;
+  let fail: (error: Error) => void = () => undefined;
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
+  const failWith = (error: unknown): void => {
+    if (!stopping) fail(error instanceof Error ? error : new Error(String(error)));
+  };
+
+  consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+    for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+      for (const partition of partitions) {
+        // Offset 0 on a partition whose log starts later resolves to the log start (fromBeginning).
+        consumer.seek({ topic, partition, offset: String(consume.startAt(topic, partition) ?? 0) });
+      }
+    }
+    logger.info({ groupId: consume.groupId, assignment: payload.memberAssignment }, 'joined the consumer group');
+  });
+  consumer.on(consumer.events.CRASH, ({ payload }) => {
+    logger.error({ err: payload.error, groupId: consume.groupId }, 'consumer failed');
+    failWith(payload.error);
+  });
+  // A fetch that held only what no consumer receives (transaction markers, aborted messages) never
+  // reaches eachBatch; its position still moves, and the model must store it to reach the end offset.
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+    if (payload.batchSize !== 0 || stopping) return;
+    try {
+      const handled = consume.onBatch({
+        topic: payload.topic,
+        partition: payload.partition,
+        messages: [],
+        next: Number(payload.lastOffset) + 1,
+      });
+      if (handled instanceof Promise) handled.catch(failWith);
+    } catch (error) {
+      failWith(error);
+    }
+  });
+
+  try {
+    await consumer.connect();
+    await consumer.subscribe({ topics: [...consume.topics], fromBeginning: true });
+    await consumer.run({
+      autoCommit: true,
+      eachBatchAutoResolve: false,
+      eachBatch: async (payload) => {
+        const { batch } = payload;
+        if (!payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
+        try {
+          await consume.onBatch({
+            topic: batch.topic,
+            partition: batch.partition,
+            messages: batch.messages,
+            next: Number(batch.lastOffset()) + 1,
+          });
+        } catch (error) {
+          // A batch that cannot be applied is a fault of this service, not of the broker: stop and
+          // let the supervisor restart from the stored positions.
+          failWith(error);
+          throw error;
+        }
+        payload.resolveOffset(batch.lastOffset());
+        await payload.heartbeat();
+      },
+    });
+  } catch (error) {
+    stopping = true;
+    await consumer.disconnect().catch(() => undefined);
+    throw error;
+  }
+
+  return {
+    failed,
+    pause: () => consumer.pause(consume.topics.map((topic) => ({ topic }))),
+    stop: async () => {
+      stopping = true;
+      await consumer.disconnect();
+    },
+  };
+}
+
+/** Routes kafkajs's own log lines into pino. */
+function kafkaLogCreator(logger: Logger): logCreator {
+  const child = logger.child({ library: 'kafkajs' });
+  return () =>
+    ({ level, log }) => {
+      const { message, ...extra } = log;
+      switch (level) {
+        case logLevel.ERROR:
+          child.error(extra, message);
+          return;
+        case logLevel.WARN:
+          child.warn(extra, message);
+          return;
+        case logLevel.INFO:
+          child.info(extra, message);
+          return;
+        case logLevel.DEBUG:
+          child.debug(extra, message);
+          return;
+        case logLevel.NOTHING:
+          return;
+      }
+    };
+}

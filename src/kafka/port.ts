@@ -1,0 +1,71 @@
+/**
+ * The Kafka port: everything the service needs from Kafka, in the service's own terms. One adapter
+ * (`kafkajs-adapter.ts`) implements it with the client library; `test/helpers/memory-kafka.ts`
+ * implements it in memory for fast tests of the projector and the lifecycle above it.
+ */
+
+/** One message as the broker stored it; `value` null is a tombstone. */
+export interface RawMessage {
+  /** Kafka offset, a decimal string */
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+}
+
+/**
+ * What one fetch delivered for one partition. `next` is the client's own position after the batch:
+ * it also steps over what no consumer receives (transaction markers, aborted messages, compacted
+ * gaps), so a model that stores it reaches the end offset. `messages` may be empty.
+ */
+export interface FetchedBatch {
+  topic: string;
+  partition: number;
+  messages: RawMessage[];
+  next: number;
+}
+
+/** Where a partition's log starts and ends (the next offset to be written, committed data only). */
+export interface PartitionEnds {
+  topic: string;
+  partition: number;
+  start: number;
+  end: number;
+}
+
+export interface ConsumeOptions {
+  /** Membership only: positions come from `startAt`, never from the group's committed offsets. */
+  groupId: string;
+  topics: readonly string[];
+  /** where to start reading a partition; undefined: its log start */
+  startAt: (topic: string, partition: number) => number | undefined;
+  /** called for each batch, in order per partition; nothing else is fetched for it until it returns */
+  onBatch: (batch: FetchedBatch) => void | Promise<void>;
+}
+
+export interface Consumption {
+  /** settles with the error that ended consumption for good; never while it runs or after `stop()` */
+  readonly failed: Promise<Error>;
+  /** stops fetching every partition (diagnostics) */
+  pause(): void;
+  /** leaves the group; no batch is handed over after it resolves */
+  stop(): Promise<void>;
+}
+
+export interface OutgoingMessage {
+  topic: string;
+  key: string;
+  value: Buffer | string | null;
+}
+
+export interface KafkaPort {
+  consume(options: ConsumeOptions): Promise<Consumption>;
+  endOffsets(topics: readonly string[]): Promise<PartitionEnds[]>;
+  listTopics(): Promise<string[]>;
+  /** creates the topics that do not exist yet; returns those it created */
+  createTopics(topics: readonly string[], partitions: number): Promise<string[]>;
+  /** sends the messages in order per topic, acknowledged by every in-sync replica */
+  publish(messages: readonly OutgoingMessage[]): Promise<void>;
+  /** best effort: a leftover empty group also expires on the broker by itself */
+  deleteGroup(groupId: string): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,70 @@
+/**
+ * Generations: model files opened for serving. Monotonic serving rests on one comparison, made
+ * here: a model may replace the served one only when its position has reached the served one's on
+ * every partition.
+ */
+import { writeSql } from '../../projections/orders/sql.js';
+import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
+import { ReadModelReader } from '../read-model/reader.js';
+import { offsetKey } from '../read-model/writer.js';
+import type { Supervisor } from './supervisor.js';
+
+export type Positions = ReadonlyMap<string, number>;
+
+/** True when `candidate` has reached `served` on every partition `served` has read (of `topic` only, if given). */
+export function hasReached(candidate: Positions, served: Positions, topic?: string): boolean {
+  for (const [key, next] of served) {
+    if (topic !== undefined && !key.endsWith(`:${topic}`)) continue;
+    if ((candidate.get(key) ?? -1) < next) return false;
+  }
+  return true;
+}
+
+export interface Generation {
+  file: string;
+  db: ReadModelDatabase;
+  reader: ReadModelReader;
+  /** false for a file of an older projection version: served read-only, never projected into */
+  currentVersion: boolean;
+  /** its projector, null while none runs (old version, or retired) */
+  supervisor: Supervisor | null;
+  /** positions stored in the file when it was opened: all there is for a file nobody projects into */
+  openedAt: Positions;
+}
+
+export function positionsOf(generation: Generation): Positions {
+  return generation.supervisor?.positions() ?? generation.openedAt;
+}
+
+/**
+ * Opens a generation for serving: migrates it first (before any reader opens it), then the API's
+ * read-only connection. A file of another projection version opens read-only as it is.
+ */
+export function openGeneration(file: string): Generation {
+  let currentVersion = true;
+  let db: ReadModelDatabase;
+  try {
+    openReadModel(file).close();
+    db = openReadModel(file, { readonly: true });
+  } catch (error) {
+    if (!(error instanceof ProjectionVersionMismatch)) throw error;
+    currentVersion = false;
+    db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
+  }
+  const openedAt = new Map<string, number>();
+  for (const row of db.prepare(writeSql.selectOffsets).all() as {
+    topic: string;
+    partition: number;
+    next_offset: number;
+  }[]) {
+    openedAt.set(offsetKey(row.topic, row.partition), row.next_offset);
+  }
+  return {
+    file,
+    db,
+    reader: new ReadModelReader(db, { cacheKeys: currentVersion }),
+    currentVersion,
+    supervisor: null,
+    openedAt,
+  };
+}

@@ -1,0 +1,23 @@
+/** What the lifecycle needs of a running projector, wherever it runs (a worker thread, or in-process in tests). */
+import type { BatchOutcome } from '../read-model/writer.js';
+
+export interface RunningProjector {
+  /** next offset per partition (key `offsetKey(topic, partition)`) as committed with its model */
+  positions(): ReadonlyMap<string, number>;
+  /** settles with the error that stopped it by itself; never after `stop()` */
+  readonly failed: Promise<Error>;
+  /** stops fetching (diagnostics: the stall watchdog notices and restarts it) */
+  pause(): void;
+  /** stops consuming without committing anything partial and closes its write connection */
+  stop(): Promise<void>;
+}
+
+export interface ProjectorSpec {
+  /** the model file it projects into */
+  file: string;
+  /** consumer group membership; positions come from the file */
+  groupId: string;
+  onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
+}
+
+export type StartProjector = (spec: ProjectorSpec) => Promise<RunningProjector>;

@@ -1,0 +1,86 @@
+/**
+ * Readiness as a pure function of the service's state, the served model's lag and the clock:
+ * `/readyz` answers 200 only when the served model is of this code's projection version, its
+ * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
+ */
+import type { PartitionEnds } from '../kafka/port.js';
+import { offsetKey } from '../read-model/writer.js';
+import type { ServiceState } from './state.js';
+import type { SupervisorStatus } from './supervisor.js';
+
+export interface PartitionLag {
+  topic: string;
+  partition: number;
+  /** next offset stored with the model (the log start when never read) */
+  nextOffset: number;
+  /** the partition's end offset */
+  endOffset: number;
+  lag: number;
+}
+
+export interface LagSnapshot {
+  at: number;
+  partitions: PartitionLag[];
+}
+
+export interface ReadinessInput {
+  now: number;
+  state: ServiceState;
+  /** false while the served file is of an older projection version */
+  servedIsCurrentVersion: boolean;
+  projector: SupervisorStatus | null;
+  lag: LagSnapshot | null;
+  /** when the served model's positions last moved while it lagged, or null when not lagging */
+  stalledSince: number | null;
+  readyMaxLag: number;
+  stallTimeoutMs: number;
+}
+
+export interface Readiness {
+  ready: boolean;
+  reasons: string[];
+}
+
+/** Lag per partition: end offset minus the position stored with the model (the log start when never read). */
+export function lagOf(ends: readonly PartitionEnds[], positions: ReadonlyMap<string, number>): PartitionLag[] {
+  return ends.map((end) => {
+    const nextOffset = positions.get(offsetKey(end.topic, end.partition)) ?? end.start;
+    return {
+      topic: end.topic,
+      partition: end.partition,
+      nextOffset,
+      endOffset: end.end,
+      lag: Math.max(0, end.end - nextOffset),
+    };
+  });
+}
+
+export function totalLag(lag: LagSnapshot | null): number | null {
+  return lag === null ? null : lag.partitions.reduce((sum, p) => sum + p.lag, 0);
+}
+
+export function readiness(input: ReadinessInput): Readiness {
+  const reasons: string[] = [];
+  const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))} s`;
+  if (input.state === 'stopping' || input.state === 'stopped') reasons.push('the service is shutting down');
+  if (input.state === 'starting') reasons.push('the projector has not started yet');
+  if (!input.servedIsCurrentVersion) {
+    reasons.push('the served model is of an older projection version; a rebuild is running');
+  }
+  const projector = input.projector;
+  if (projector !== null && !projector.running && projector.retryAt !== null) {
+    reasons.push(
+      `the projector is down (${projector.lastError ?? 'unknown cause'}); next start in ${seconds(projector.retryAt - input.now)}`,
+    );
+  }
+  const lag = totalLag(input.lag);
+  if (input.lag === null) reasons.push('lag not measured yet');
+  else if (input.now - input.lag.at > input.stallTimeoutMs) {
+    reasons.push(`lag could not be measured for ${seconds(input.now - input.lag.at)}`);
+  }
+  if (lag !== null && lag > input.readyMaxLag) reasons.push(`lag ${lag} exceeds ${input.readyMaxLag}`);
+  if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {
+    reasons.push(`the consumer made no progress for ${seconds(input.now - input.stalledSince)} while lagging`);
+  }
+  return { ready: reasons.length === 0, reasons };
+}

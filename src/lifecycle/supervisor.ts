@@ -1,0 +1,155 @@
+/**
+ * Keeps one projector running: any failure, a failed start included, is followed by a restart after
+ * an exponential backoff, and every restart is reported (the service counts them in a metric).
+ * Nothing stays stopped until an operator acts.
+ */
+import type { Logger } from '../logger.js';
+import type { Clock } from './clock.js';
+import type { RunningProjector } from './projector-handle.js';
+
+export type RestartReason = 'start_failed' | 'failed' | 'stalled';
+
+export interface Backoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+export const defaultBackoff = { initialMs: 500, maxMs: 30_000 } satisfies Backoff;
+
+/** The delay before attempt `n` (0-based) after a failure: doubling from `initialMs`, capped at `maxMs`. */
+export function backoffDelay(backoff: Backoff, attempt: number): number {
+  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 30));
+}
+
+export interface SupervisorStatus {
+  running: boolean;
+  /** failures in a row without progress in between */
+  failures: number;
+  lastError: string | null;
+  /** when the next start is due, while waiting for it */
+  retryAt: number | null;
+}
+
+export interface SupervisorOptions {
+  name: string;
+  start: () => Promise<RunningProjector>;
+  clock: Clock;
+  logger: Logger;
+  backoff?: Backoff;
+  onRestart?: (reason: RestartReason) => void;
+}
+
+export class Supervisor {
+  private current: RunningProjector | null = null;
+  private lastPositions: ReadonlyMap<string, number> = new Map();
+  private stopping = false;
+  private loop: Promise<void> | null = null;
+  private wake = new AbortController();
+  private restartRequested: { reason: RestartReason; resolve: () => void } | null = null;
+  private state: SupervisorStatus = { running: false, failures: 0, lastError: null, retryAt: null };
+
+  constructor(private readonly options: SupervisorOptions) {}
+
+  /** Starts the first attempt and keeps the projector running until `stop()`. */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  status(): SupervisorStatus {
+    return { ...this.state };
+  }
+
+  /** The running projector, or null while it starts or waits for a retry. */
+  running(): RunningProjector | null {
+    return this.current;
+  }
+
+  /** Positions of the model as last reported; kept while the projector is down. */
+  positions(): ReadonlyMap<string, number> {
+    return this.current?.positions() ?? this.lastPositions;
+  }
+
+  /** Stops the running projector and starts a new one at once (the stall watchdog's remedy). */
+  restart(reason: RestartReason): void {
+    if (this.current === null || this.restartRequested !== null) return;
+    this.restartRequested = { reason, resolve: () => undefined };
+    this.wake.abort();
+  }
+
+  /** Stops the projector and the loop; no restart follows. Returns the last positions. */
+  async stop(): Promise<ReadonlyMap<string, number>> {
+    this.stopping = true;
+    this.wake.abort();
+    await this.loop;
+    return this.lastPositions;
+  }
+
+  /**
+   * Hands the running projector over to a new owner and ends this supervisor without stopping it
+   * (a candidate that becomes the served model keeps its projector).
+   */
+  async release(): Promise<RunningProjector | null> {
+    const projector = this.current;
+    this.current = null;
+    await this.stop();
+    return projector;
+  }
+
+  private async run(): Promise<void> {
+    const { clock, logger, name } = this.options;
+    const backoff = this.options.backoff ?? defaultBackoff;
+    let attempt = 0;
+    while (!this.stopping) {
+      let reason: RestartReason;
+      const before = new Map(this.lastPositions);
+      try {
+        const projector = await this.options.start();
+        if (this.stopping) {
+          await projector.stop();
+          break;
+        }
+        this.current = projector;
+        this.state = { ...this.state, running: true, retryAt: null };
+        const failure = await Promise.race([
+          projector.failed,
+          new Promise<null>((resolve) => this.wake.signal.addEventListener('abort', () => resolve(null))),
+        ]);
+        this.lastPositions = new Map(projector.positions());
+        const owned = this.current === projector;
+        this.current = null;
+        this.state = { ...this.state, running: false };
+        if (this.stopping) {
+          if (owned) await projector.stop();
+          break;
+        }
+        if (failure === null) {
+          reason = this.restartRequested?.reason ?? 'failed';
+          this.state.lastError = `restarted: ${reason}`;
+          await projector.stop().catch((error: unknown) => logger.warn({ err: error, projector: name }, 'stopping it'));
+        } else {
+          reason = 'failed';
+          this.state.lastError = failure.message;
+          logger.error({ err: failure, projector: name }, 'projector failed');
+        }
+      } catch (error) {
+        reason = 'start_failed';
+        this.state.lastError = error instanceof Error ? error.message : String(error);
+        logger.error({ err: error, projector: name }, 'projector failed to start');
+      }
+      this.restartRequested = null;
+      this.wake = new AbortController();
+      if (this.stopping) break;
+      const progressed = [...this.lastPositions].some(([key, next]) => next !== before.get(key));
+      if (progressed) attempt = 0;
+      // A restart the watchdog asked for goes ahead at once; a failure waits, longer each time in a row.
+      const delay = reason === 'stalled' ? 0 : backoffDelay(backoff, attempt++);
+      this.state = { ...this.state, failures: reason === 'stalled' ? this.state.failures : attempt, retryAt: clock.now() + delay };
+      this.options.onRestart?.(reason);
+      logger.warn({ projector: name, reason, retryInMs: delay }, 'restarting the projector');
+      await clock.sleep(delay, this.wake.signal);
+      if (this.stopping) break;
+      this.wake = new AbortController();
+    }
+    this.state = { ...this.state, running: false, retryAt: null };
+  }
+}
