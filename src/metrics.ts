@@ -107,7 +107,8 @@ export class ServiceMetrics {
     return {
       batchApplied: (outcome) => {
         for (const [type, n] of Object.entries(outcome.appliedByType)) this.eventsApplied.inc({ type }, n);
-        for (const [reason, n] of Object.entries(outcome.deadLettersByReason)) this.deadLetters.inc({ reason }, n);
+        for (const [reason, n] of Object.entries(outcome.deadLettersByReason))
+          this.deadLetters.inc({ reason }, n);
         this.batchApplySeconds.observe(outcome.durationMs / 1000);
       },
       restarted: (projector, reason) => this.consumerRestarts.inc({ projector, reason }),

@@ -77,7 +77,12 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   });
 
   logger.info(
-    { groupId: config.kafka.groupId, topics: config.topics, file: running.servedFile(), admin: config.admin.port },
+    {
+      groupId: config.kafka.groupId,
+      topics: config.topics,
+      file: running.servedFile(),
+      admin: config.admin.port,
+    },
     'service started',
   );
 

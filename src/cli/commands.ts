@@ -34,7 +34,10 @@ async function withKafka<T>(ctx: CommandContext, work: (kafka: KafkaPort) => Pro
   }
 }
 
-function withPublisher(ctx: CommandContext, work: (publisher: EventPublisher) => Promise<void>): Promise<number> {
+function withPublisher(
+  ctx: CommandContext,
+  work: (publisher: EventPublisher) => Promise<void>,
+): Promise<number> {
   return withKafka(ctx, async (kafka) => {
     const publisher = new EventPublisher(kafka, ctx.config.topics);
     await work(publisher);
@@ -44,7 +47,9 @@ function withPublisher(ctx: CommandContext, work: (publisher: EventPublisher) =>
 }
 
 export async function createTopics(ctx: CommandContext, partitions: number): Promise<void> {
-  const created = await withKafka(ctx, (kafka) => kafka.createTopics(Object.values(ctx.config.topics), partitions));
+  const created = await withKafka(ctx, (kafka) =>
+    kafka.createTopics(Object.values(ctx.config.topics), partitions),
+  );
   ctx.print(
     created.length === 0
       ? 'All topics exist.'

@@ -68,7 +68,10 @@ function failed(error: unknown): Promise<void> {
 port.on('message', (message: ToProjectorThread) => {
   switch (message.type) {
     case 'pause':
-      void starting.then((consumption) => consumption.pause(), () => undefined);
+      void starting.then(
+        (consumption) => consumption.pause(),
+        () => undefined,
+      );
       return;
     case 'stop':
       void end({ type: 'stopped' });
@@ -76,11 +79,8 @@ port.on('message', (message: ToProjectorThread) => {
   }
 });
 
-starting.then(
-  (consumption) => {
-    if (ending) return;
-    post({ type: 'started', offsets: writer.storedOffsets() });
-    void consumption.failed.then(failed);
-  },
-  failed,
-);
+starting.then((consumption) => {
+  if (ending) return;
+  post({ type: 'started', offsets: writer.storedOffsets() });
+  void consumption.failed.then(failed);
+}, failed);

@@ -10,7 +10,7 @@ import type { Logger } from '../logger.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 
 export interface ProjectionOptions {
-  port: KafkaPort;
+  port: Pick<KafkaPort, 'consume'>;
   groupId: string;
   topics: Record<TopicRole, string>;
   writer: ReadModelWriter;

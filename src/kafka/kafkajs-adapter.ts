@@ -96,7 +96,10 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
 }
 
 /** Connects a client once; a failed connection is forgotten so that the next call tries again. */
-async function connectOnce<T extends { connect(): Promise<void> }>(client: T, forget: () => void): Promise<T> {
+async function connectOnce<T extends { connect(): Promise<void> }>(
+  client: T,
+  forget: () => void,
+): Promise<T> {
   try {
     await client.connect();
     return client;
@@ -138,7 +141,10 @@ async function startConsumption(
         consumer.seek({ topic, partition, offset: String(consume.startAt(topic, partition) ?? 0) });
       }
     }
-    logger.info({ groupId: consume.groupId, assignment: payload.memberAssignment }, 'joined the consumer group');
+    logger.info(
+      { groupId: consume.groupId, assignment: payload.memberAssignment },
+      'joined the consumer group',
+    );
   });
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     logger.error({ err: payload.error, groupId: consume.groupId }, 'consumer failed');

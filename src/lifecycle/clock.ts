@@ -9,7 +9,10 @@ export const systemClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, wake) =>
     new Promise<void>((resolve) => {
-      if (wake?.aborted === true) return resolve();
+      if (wake?.aborted === true) {
+        resolve();
+        return;
+      }
       const timer = setTimeout(done, ms);
       function done(): void {
         clearTimeout(timer);

@@ -88,8 +88,15 @@ export class ReadModelLifecycle {
   constructor(private readonly options: LifecycleOptions) {
     this.apiKeysTopic = options.topics.apiKeys;
     this.machine = new ServiceStateMachine((from, to, allowed) => {
-      const log = allowed ? options.logger.info.bind(options.logger) : options.logger.error.bind(options.logger);
-      log({ from, to, allowed }, allowed ? 'service state changed' : 'service state changed by a transition the lifecycle does not allow');
+      const log = allowed
+        ? options.logger.info.bind(options.logger)
+        : options.logger.error.bind(options.logger);
+      log(
+        { from, to, allowed },
+        allowed
+          ? 'service state changed'
+          : 'service state changed by a transition the lifecycle does not allow',
+      );
       options.events?.stateChanged?.(from, to, allowed);
     });
   }
@@ -108,7 +115,10 @@ export class ReadModelLifecycle {
     if (this.served.currentVersion) {
       this.served.supervisor = this.supervise(this.served, this.options.groupId, 'served');
     } else {
-      logger.warn({ file: current, expected: PROJECTION_VERSION }, 'the served model is of an older projection version');
+      logger.warn(
+        { file: current, expected: PROJECTION_VERSION },
+        'the served model is of an older projection version',
+      );
     }
     this.started = true;
     this.checkProposals();
@@ -152,7 +162,8 @@ export class ReadModelLifecycle {
       file: this.served.file,
       projectionVersion: PROJECTION_VERSION,
       rebuilding: this.candidate !== null,
-      candidate: this.candidate === null ? null : { file: this.candidate.file, progress: this.candidateRatio() },
+      candidate:
+        this.candidate === null ? null : { file: this.candidate.file, progress: this.candidateRatio() },
       projector,
       totalLag: totalLag(this.lag),
       partitions: this.lag?.partitions ?? [],
@@ -230,7 +241,10 @@ export class ReadModelLifecycle {
       if (candidate !== null) {
         this.retireCandidate();
         this.adopt(candidate);
-        logger.info({ file: proposed, served: this.served.file }, 'catching up a proposed model before serving it');
+        logger.info(
+          { file: proposed, served: this.served.file },
+          'catching up a proposed model before serving it',
+        );
       }
     } else if (proposed === this.served.file) {
       files.clearNext(proposed);
@@ -251,7 +265,10 @@ export class ReadModelLifecycle {
         'the proposed model is of another projection version; it is not served (rebuild it with this version)',
       );
     } catch (error) {
-      this.options.logger.error({ err: error, file }, 'the proposed model cannot be opened; it is not served');
+      this.options.logger.error(
+        { err: error, file },
+        'the proposed model cannot be opened; it is not served',
+      );
     }
     this.ignoredProposals.add(file);
     return null;
@@ -269,7 +286,10 @@ export class ReadModelLifecycle {
     const file = files.newGenerationFile();
     openReadModel(file).close();
     files.proposeNext(file);
-    logger.info({ file, projectionVersion: PROJECTION_VERSION }, 'rebuilding the model for this projection version');
+    logger.info(
+      { file, projectionVersion: PROJECTION_VERSION },
+      'rebuilding the model for this projection version',
+    );
     this.adopt(openGeneration(file));
   }
 
@@ -327,7 +347,10 @@ export class ReadModelLifecycle {
 
   private keysReader(): Generation['reader'] {
     const candidate = this.candidate;
-    if (candidate !== null && hasReached(positionsOf(candidate), positionsOf(this.served), this.apiKeysTopic)) {
+    if (
+      candidate !== null &&
+      hasReached(positionsOf(candidate), positionsOf(this.served), this.apiKeysTopic)
+    ) {
       return candidate.reader;
     }
     return this.served.reader;
@@ -346,10 +369,11 @@ export class ReadModelLifecycle {
     this.refreshState();
     try {
       const previous = this.served;
-      const final: Positions = previous.supervisor === null ? previous.openedAt : await previous.supervisor.stop();
+      const final: Positions =
+        previous.supervisor === null ? previous.openedAt : await previous.supervisor.stop();
       previous.supervisor = null;
       while (!hasReached(positionsOf(candidate), final)) {
-        if (this.stopping || this.candidate !== candidate) return;
+        if (this.isStopping() || this.candidate !== candidate) return;
         await this.options.clock.sleep(50);
       }
       this.served = candidate;
@@ -360,7 +384,10 @@ export class ReadModelLifecycle {
       this.releaseLock?.();
       this.releaseLock = null;
       this.stall.delete(previous);
-      this.options.logger.info({ from: previous.file, to: candidate.file }, 'switched to the caught-up model');
+      this.options.logger.info(
+        { from: previous.file, to: candidate.file },
+        'switched to the caught-up model',
+      );
       this.options.events?.switched?.(previous.file, candidate.file);
       // Reads are synchronous: once this tick ends, no request holds the retired connection.
       setImmediate(() => {
@@ -374,6 +401,11 @@ export class ReadModelLifecycle {
     void this.checkLag().catch(() => undefined);
   }
 
+  /** Read through a call: the flag changes while this object awaits. */
+  private isStopping(): boolean {
+    return this.stopping;
+  }
+
   private refreshState(): void {
     if (!this.started && !this.stopped) return;
     const status = this.served.supervisor?.status() ?? null;
@@ -383,7 +415,8 @@ export class ReadModelLifecycle {
         stopped: this.stopped,
         switching: this.switching,
         candidate: this.candidate !== null,
-        projectorRunning: status === null ? null : status.running ? true : status.retryAt === null ? null : false,
+        projectorRunning:
+          status === null ? null : status.running ? true : status.retryAt === null ? null : false,
         totalLag: totalLag(this.lag),
         readyMaxLag: this.options.readyMaxLag,
       }),

@@ -42,7 +42,10 @@ export interface Readiness {
 }
 
 /** Lag per partition: end offset minus the position stored with the model (the log start when never read). */
-export function lagOf(ends: readonly PartitionEnds[], positions: ReadonlyMap<string, number>): PartitionLag[] {
+export function lagOf(
+  ends: readonly PartitionEnds[],
+  positions: ReadonlyMap<string, number>,
+): PartitionLag[] {
   return ends.map((end) => {
     const nextOffset = positions.get(offsetKey(end.topic, end.partition)) ?? end.start;
     return {
@@ -80,7 +83,9 @@ export function readiness(input: ReadinessInput): Readiness {
   }
   if (lag !== null && lag > input.readyMaxLag) reasons.push(`lag ${lag} exceeds ${input.readyMaxLag}`);
   if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {
-    reasons.push(`the consumer made no progress for ${seconds(input.now - input.stalledSince)} while lagging`);
+    reasons.push(
+      `the consumer made no progress for ${seconds(input.now - input.stalledSince)} while lagging`,
+    );
   }
   return { ready: reasons.length === 0, reasons };
 }

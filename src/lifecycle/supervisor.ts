@@ -95,6 +95,11 @@ export class Supervisor {
     return projector;
   }
 
+  /** Read through a call: the flag changes while the loop awaits. */
+  private isStopping(): boolean {
+    return this.stopping;
+  }
+
   private async run(): Promise<void> {
     const { clock, logger, name } = this.options;
     const backoff = this.options.backoff ?? defaultBackoff;
@@ -104,7 +109,7 @@ export class Supervisor {
       const before = new Map(this.lastPositions);
       try {
         const projector = await this.options.start();
-        if (this.stopping) {
+        if (this.isStopping()) {
           await projector.stop();
           break;
         }
@@ -118,14 +123,16 @@ export class Supervisor {
         const owned = this.current === projector;
         this.current = null;
         this.state = { ...this.state, running: false };
-        if (this.stopping) {
+        if (this.isStopping()) {
           if (owned) await projector.stop();
           break;
         }
         if (failure === null) {
           reason = this.restartRequested?.reason ?? 'failed';
           this.state.lastError = `restarted: ${reason}`;
-          await projector.stop().catch((error: unknown) => logger.warn({ err: error, projector: name }, 'stopping it'));
+          await projector
+            .stop()
+            .catch((error: unknown) => logger.warn({ err: error, projector: name }, 'stopping it'));
         } else {
           reason = 'failed';
           this.state.lastError = failure.message;
@@ -138,16 +145,20 @@ export class Supervisor {
       }
       this.restartRequested = null;
       this.wake = new AbortController();
-      if (this.stopping) break;
+      if (this.isStopping()) break;
       const progressed = [...this.lastPositions].some(([key, next]) => next !== before.get(key));
       if (progressed) attempt = 0;
       // A restart the watchdog asked for goes ahead at once; a failure waits, longer each time in a row.
       const delay = reason === 'stalled' ? 0 : backoffDelay(backoff, attempt++);
-      this.state = { ...this.state, failures: reason === 'stalled' ? this.state.failures : attempt, retryAt: clock.now() + delay };
+      this.state = {
+        ...this.state,
+        failures: reason === 'stalled' ? this.state.failures : attempt,
+        retryAt: clock.now() + delay,
+      };
       this.options.onRestart?.(reason);
       logger.warn({ projector: name, reason, retryInMs: delay }, 'restarting the projector');
       await clock.sleep(delay, this.wake.signal);
-      if (this.stopping) break;
+      if (this.isStopping()) break;
       this.wake = new AbortController();
     }
     this.state = { ...this.state, running: false, retryAt: null };

@@ -120,7 +120,10 @@ export class ModelFiles {
     for (let attempt = 0; attempt < 2; attempt += 1) {
       try {
         const fd = openSync(this.lockPath, 'wx');
-        writeSync(fd, JSON.stringify({ pid: process.pid, host: hostname(), purpose, since: new Date().toISOString() }));
+        writeSync(
+          fd,
+          JSON.stringify({ pid: process.pid, host: hostname(), purpose, since: new Date().toISOString() }),
+        );
         closeSync(fd);
         let held = true;
         return () => {

@@ -56,7 +56,9 @@ describe('readiness, metrics and the stall watchdog', () => {
     expect(service.projector()).not.toBe(projector);
     expect((await fetch(fixture.apiUrl(service, '/orders'), { headers: auth })).status).toBe(200);
     const after = await (await fetch(fixture.adminUrl(service, '/metrics'))).text();
-    expect(after).toMatch(/^orders_read_model_consumer_restarts_total 1$/m);
+    expect(after).toMatch(
+      /^orders_read_model_consumer_restarts_total\{projector="served",reason="stalled"\} 1$/m,
+    );
     expect(after).toMatch(/^orders_read_model_events_applied_total\{type="order.status_changed"\} \d+/m);
     expect(after).toMatch(
       /^orders_read_model_http_request_duration_seconds_count\{.*route="\/api\/external-api\/v1\/orders",status_code="200"\} 1$/m,

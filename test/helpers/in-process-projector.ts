@@ -1,0 +1,67 @@
+/** Projectors run in the test's own thread over a Kafka port: the lifecycle's `StartProjector` for fast tests. */
+import type { TopicRole } from '../../schemas/events.js';
+import { roleOfTopic } from '../../src/config.js';
+import { runProjection } from '../../src/consumer/projector.js';
+import type { KafkaPort } from '../../src/kafka/port.js';
+import type { RunningProjector, StartProjector } from '../../src/lifecycle/projector-handle.js';
+import type { Logger } from '../../src/logger.js';
+import { openReadModel } from '../../src/read-model/database.js';
+import { offsetKey, ReadModelWriter } from '../../src/read-model/writer.js';
+
+export function inProcessProjectors(
+  port: KafkaPort,
+  topics: Record<TopicRole, string>,
+  logger: Logger,
+  /** awaited before every batch is applied; throwing there fails the projector */
+  beforeBatch: () => void | Promise<void> = () => undefined,
+): StartProjector {
+  return async (spec): Promise<RunningProjector> => {
+    const db = openReadModel(spec.file);
+    const writer = new ReadModelWriter(db, roleOfTopic(topics));
+    const positions = new Map(
+      writer.storedOffsets().map((o) => [offsetKey(o.topic, o.partition), o.nextOffset]),
+    );
+    let closed = false;
+    const close = (): void => {
+      if (!closed) db.close();
+      closed = true;
+    };
+    try {
+      const consumption = await runProjection({
+        port: {
+          consume: (options) =>
+            port.consume({
+              ...options,
+              onBatch: async (batch) => {
+                await beforeBatch();
+                return options.onBatch(batch);
+              },
+            }),
+        },
+        groupId: spec.groupId,
+        topics,
+        writer,
+        logger,
+        onBatch: ({ topic, partition, outcome }) => {
+          if (outcome.nextOffset !== null) positions.set(offsetKey(topic, partition), outcome.nextOffset);
+          spec.onBatch(topic, partition, outcome);
+        },
+      });
+      return {
+        positions: () => positions,
+        failed: consumption.failed.then((error) => {
+          close();
+          return error;
+        }),
+        pause: () => consumption.pause(),
+        stop: async () => {
+          await consumption.stop();
+          close();
+        },
+      };
+    } catch (error) {
+      close();
+      throw error;
+    }
+  };
+}

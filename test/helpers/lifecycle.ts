@@ -1,0 +1,75 @@
+/** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
+import { pino } from 'pino';
+import type { DomainEvent } from '../../schemas/events.js';
+import { systemClock } from '../../src/lifecycle/clock.js';
+import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
+import type { ServiceState } from '../../src/lifecycle/state.js';
+import type { RestartReason } from '../../src/lifecycle/supervisor.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { keyOf, roleOf } from './events.js';
+import { inProcessProjectors } from './in-process-projector.js';
+import { MemoryKafka } from './memory-kafka.js';
+import { testTopics } from './read-model.js';
+
+export interface LifecycleFixture {
+  kafka: MemoryKafka;
+  files: ModelFiles;
+  lifecycle: ReadModelLifecycle;
+  restarts: { projector: 'served' | 'candidate'; reason: RestartReason }[];
+  transitions: { from: ServiceState; to: ServiceState; allowed: boolean }[];
+  /** publishes events as the contract keys them; `markers` follows each with a transaction marker */
+  publish: (events: readonly DomainEvent[], options?: { markers?: boolean }) => void;
+  /** measures lag and checks proposals, as the service's timers do */
+  tick: () => Promise<void>;
+}
+
+export function lifecycleFixture(
+  dataDir: string,
+  options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs'>> & {
+    beforeBatch?: () => void | Promise<void>;
+  } = {},
+): LifecycleFixture {
+  const kafka = new MemoryKafka(Object.values(testTopics));
+  const files = new ModelFiles(dataDir);
+  const restarts: LifecycleFixture['restarts'] = [];
+  const transitions: LifecycleFixture['transitions'] = [];
+  const logger = pino({ level: 'silent' });
+  const lifecycle = new ReadModelLifecycle({
+    files,
+    topics: testTopics,
+    groupId: 'test',
+    clock: systemClock,
+    logger,
+    readyMaxLag: options.readyMaxLag ?? 0,
+    stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
+    backoff: { initialMs: 20, maxMs: 200 },
+    endOffsets: (topics) => kafka.endOffsets(topics),
+    startProjector: inProcessProjectors(kafka, testTopics, logger, options.beforeBatch),
+    events: {
+      restarted: (projector, reason) => restarts.push({ projector, reason }),
+      stateChanged: (from, to, allowed) => transitions.push({ from, to, allowed }),
+    },
+  });
+  return {
+    kafka,
+    files,
+    lifecycle,
+    restarts,
+    transitions,
+    publish: (events, { markers = false } = {}) => {
+      for (const event of events) {
+        const key = keyOf(event);
+        const topic = testTopics[roleOf(event)];
+        kafka.append(topic, kafka.partitionOf(key), [
+          { key, value: JSON.stringify(event) },
+          ...(markers ? [{ key: null, value: null, marker: true }] : []),
+        ]);
+      }
+    },
+    tick: async () => {
+      await lifecycle.checkLag().catch(() => undefined);
+      lifecycle.checkProposals();
+      await lifecycle.maybeSwitch();
+    },
+  };
+}

@@ -1,0 +1,194 @@
+/**
+ * The Kafka port in memory, for fast tests of the projector and the lifecycle above it. Logs are
+ * per partition; a transaction marker takes an offset that no consumer receives, as on a broker.
+ * The broker can be taken down and brought back, and consumption can be made to fail.
+ */
+import type {
+  ConsumeOptions,
+  Consumption,
+  FetchedBatch,
+  KafkaPort,
+  OutgoingMessage,
+  PartitionEnds,
+} from '../../src/kafka/port.js';
+
+interface StoredRecord {
+  key: Buffer | null;
+  value: Buffer | null;
+  /** a transaction marker: it takes an offset but is never delivered */
+  marker: boolean;
+}
+
+export class BrokerUnreachable extends Error {
+  readonly code = 'BROKER_UNREACHABLE';
+  constructor() {
+    super('the broker is unreachable');
+  }
+}
+
+export class MemoryKafka implements KafkaPort {
+  private readonly logs = new Map<string, StoredRecord[][]>();
+  private down = false;
+  private readonly consumptions = new Set<{ fail: (error: Error) => void }>();
+  /** how many records one fetch hands over per partition */
+  batchSize = 50;
+  /** consumptions started, failed starts included */
+  consumeCalls = 0;
+
+  constructor(
+    topics: readonly string[],
+    private readonly partitions = 3,
+  ) {
+    for (const topic of topics)
+      this.logs.set(
+        topic,
+        Array.from({ length: partitions }, () => []),
+      );
+  }
+
+  /** Takes the broker away: running consumptions fail, and every call fails until `recover()`. */
+  breakDown(): void {
+    this.down = true;
+    for (const c of this.consumptions) c.fail(new BrokerUnreachable());
+  }
+
+  recover(): void {
+    this.down = false;
+  }
+
+  /** Appends records to one partition; `marker` records stand for transaction markers. */
+  append(
+    topic: string,
+    partition: number,
+    records: readonly { key: string | null; value: string | Buffer | null; marker?: boolean }[],
+  ): void {
+    const log = this.log(topic, partition);
+    for (const r of records) {
+      log.push({
+        key: r.key === null ? null : Buffer.from(r.key),
+        value: r.value === null ? null : Buffer.from(r.value),
+        marker: r.marker === true,
+      });
+    }
+  }
+
+  partitionOf(key: string): number {
+    let hash = 0;
+    for (const char of key) hash = (hash * 31 + char.charCodeAt(0)) >>> 0;
+    return hash % this.partitions;
+  }
+
+  private log(topic: string, partition: number): StoredRecord[] {
+    const log = this.logs.get(topic)?.[partition];
+    if (log === undefined) throw new Error(`no partition ${topic}/${partition}`);
+    return log;
+  }
+
+  consume(options: ConsumeOptions): Promise<Consumption> {
+    this.consumeCalls += 1;
+    if (this.down) return Promise.reject(new BrokerUnreachable());
+    let stopped = false;
+    let paused = false;
+    let fail: (error: Error) => void = () => undefined;
+    const failed = new Promise<Error>((resolve) => (fail = resolve));
+    const entry = {
+      fail: (error: Error) => {
+        if (stopped) return;
+        stopped = true;
+        this.consumptions.delete(entry);
+        fail(error);
+      },
+    };
+    this.consumptions.add(entry);
+    const positions = new Map<string, number>();
+    let loopEnded: () => void = () => undefined;
+    const loopDone = new Promise<void>((resolve) => (loopEnded = resolve));
+    const loop = async (): Promise<void> => {
+      while (!stopped) {
+        let delivered = false;
+        if (!paused) {
+          for (const topic of options.topics) {
+            const partitions = this.logs.get(topic) ?? [];
+            for (let partition = 0; partition < partitions.length; partition += 1) {
+              const key = `${partition}:${topic}`;
+              const log = partitions[partition]!;
+              const from = positions.get(key) ?? options.startAt(topic, partition) ?? 0;
+              if (from >= log.length) continue;
+              const taken = log.slice(from, from + this.batchSize);
+              const batch: FetchedBatch = {
+                topic,
+                partition,
+                messages: taken.flatMap((r, i) =>
+                  r.marker ? [] : [{ offset: String(from + i), key: r.key, value: r.value }],
+                ),
+                next: from + taken.length,
+              };
+              try {
+                await options.onBatch(batch);
+              } catch (error) {
+                entry.fail(error instanceof Error ? error : new Error(String(error)));
+                break;
+              }
+              positions.set(key, batch.next);
+              delivered = true;
+            }
+          }
+        }
+        if (!delivered) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      loopEnded();
+    };
+    void loop();
+    return Promise.resolve({
+      failed,
+      pause: () => (paused = true),
+      stop: async () => {
+        stopped = true;
+        this.consumptions.delete(entry);
+        await loopDone;
+      },
+    });
+  }
+
+  endOffsets(topics: readonly string[]): Promise<PartitionEnds[]> {
+    if (this.down) return Promise.reject(new BrokerUnreachable());
+    return Promise.resolve(
+      topics.flatMap((topic) =>
+        (this.logs.get(topic) ?? []).map((log, partition) => ({
+          topic,
+          partition,
+          start: 0,
+          end: log.length,
+        })),
+      ),
+    );
+  }
+
+  listTopics(): Promise<string[]> {
+    return Promise.resolve([...this.logs.keys()]);
+  }
+
+  createTopics(topics: readonly string[]): Promise<string[]> {
+    const missing = topics.filter((t) => !this.logs.has(t));
+    for (const topic of missing)
+      this.logs.set(
+        topic,
+        Array.from({ length: this.partitions }, () => []),
+      );
+    return Promise.resolve(missing);
+  }
+
+  publish(messages: readonly OutgoingMessage[]): Promise<void> {
+    if (this.down) return Promise.reject(new BrokerUnreachable());
+    for (const m of messages) this.append(m.topic, this.partitionOf(m.key), [{ key: m.key, value: m.value }]);
+    return Promise.resolve();
+  }
+
+  deleteGroup(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,197 @@
+import Database from 'better-sqlite3';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DomainEvent } from '../../schemas/events.js';
+import { sha256Hex } from '../../src/http/auth.js';
+import { openReadModel } from '../../src/read-model/database.js';
+import { keyOf as apiKeyOf, issueKeyOf } from '../helpers/api.js';
+import { apiKeyRevoked, at, orderCreated, orderDeleted } from '../helpers/events.js';
+import { waitUntil } from '../helpers/kafka.js';
+import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
+import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
+import { tempDir } from '../helpers/temp.js';
+
+const root = tempDir('lifecycle');
+let n = 0;
+const dataDir = (): string => join(root, `data-${(n += 1)}`);
+const running: LifecycleFixture[] = [];
+afterEach(async () => {
+  for (const f of running.splice(0)) await f.lifecycle.stop();
+});
+
+function started(fixture: LifecycleFixture): LifecycleFixture {
+  running.push(fixture);
+  fixture.lifecycle.start();
+  return fixture;
+}
+
+const orders = (from: number, count: number, org = 1): DomainEvent[] =>
+  Array.from({ length: count }, (_, i) =>
+    orderCreated({ order_id: from + i, organization_id: org }, { occurred_at: at(from + i) }),
+  );
+
+const caughtUp = async (f: LifecycleFixture): Promise<boolean> => {
+  await f.tick();
+  return f.lifecycle.health().totalLag === 0;
+};
+
+const totalOf = (f: LifecycleFixture, orgId = 1): number =>
+  f.lifecycle.reads.orderPage({ orgId, status: null, limit: 1, offset: 0 }).total;
+
+describe('the read-model lifecycle (in-memory Kafka port)', () => {
+  it('reaches lag 0 and readiness when every message is followed by a transaction marker, with no restart', async () => {
+    const f = started(lifecycleFixture(dataDir(), { stallTimeoutMs: 100 }));
+    f.publish([issueKeyOf(1), ...orders(1, 30)], { markers: true });
+    await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await f.tick();
+    const health = f.lifecycle.health();
+    expect(health).toMatchObject({ ready: true, reasons: [], state: 'live', totalLag: 0 });
+    expect(health.partitions.every((p) => p.nextOffset === p.endOffset)).toBe(true);
+    expect(f.restarts).toEqual([]);
+    expect(totalOf(f)).toBe(30);
+  });
+
+  it('retries a projector whose start fails while the broker is unreachable, and catches up once it is back', async () => {
+    const f = lifecycleFixture(dataDir());
+    f.publish([issueKeyOf(1), ...orders(1, 20)]);
+    f.kafka.breakDown();
+    started(f);
+    await waitUntil('three failed starts', () => f.restarts.length >= 3, 10_000, 5);
+    expect(f.restarts.every((r) => r.projector === 'served' && r.reason === 'start_failed')).toBe(true);
+    const down = f.lifecycle.health();
+    expect(down.ready).toBe(false);
+    expect(down.state).toBe('restarting');
+    expect(down.reasons.join('; ')).toMatch(
+      /the projector is down \(the broker is unreachable\); next start in \d+ s/,
+    );
+    f.kafka.recover();
+    await waitUntil('caught up after the broker is back', () => caughtUp(f), 10_000, 5);
+    expect(f.lifecycle.health()).toMatchObject({ ready: true, state: 'live' });
+    expect(totalOf(f)).toBe(20);
+  });
+
+  it('restarts a projector that fails mid-stream and ends with every event applied exactly once', async () => {
+    let batches = 0;
+    const f = lifecycleFixture(dataDir(), {
+      beforeBatch: () => {
+        batches += 1;
+        if (batches === 3 || batches === 7) throw new Error('the projector thread died');
+      },
+    });
+    f.kafka.batchSize = 7;
+    const events = [issueKeyOf(1), ...orders(1, 120), orderDeleted(5, { occurred_at: at(500) })];
+    f.publish(events);
+    started(f);
+    await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
+    expect(f.restarts.map((r) => r.reason)).toEqual(['failed', 'failed']);
+    await f.lifecycle.stop();
+    const expected = memoryReadModel();
+    expected.apply(...events);
+    const db = new Database(f.lifecycle.servedFile(), { readonly: true });
+    expect(dumpModel(db)).toEqual(dumpModel(expected.db));
+    db.close();
+  });
+
+  it('restarts a projector that stalls while lagging, and catches up with the new one', async () => {
+    const f = started(lifecycleFixture(dataDir(), { stallTimeoutMs: 50 }));
+    f.publish([issueKeyOf(1), ...orders(1, 10)]);
+    await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
+    const stuck = f.lifecycle.servedProjector()!;
+    stuck.pause();
+    f.publish(orders(11, 10));
+    await waitUntil('restarted as stalled', async () => (await f.tick(), f.restarts.length > 0), 10_000, 10);
+    expect(f.restarts).toEqual([{ projector: 'served', reason: 'stalled' }]);
+    await waitUntil('caught up again', () => caughtUp(f), 10_000, 5);
+    expect(f.lifecycle.servedProjector()).not.toBe(stuck);
+    expect(totalOf(f)).toBe(20);
+  });
+
+  it('serves a proposed model only once it has reached the served one, so totals never fall and a deleted order never returns', async () => {
+    const f = started(lifecycleFixture(dataDir()));
+    f.kafka.batchSize = 5;
+    f.publish([issueKeyOf(1), ...orders(1, 200), orderDeleted(1, { occurred_at: at(1000) })]);
+    await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
+    const first = f.lifecycle.servedFile();
+
+    // A rebuild proposes an empty file: it has to replay everything before it may be served.
+    const proposed = f.files.newGenerationFile();
+    openReadModel(proposed).close();
+    f.files.proposeNext(proposed);
+    f.lifecycle.checkProposals();
+    expect(f.lifecycle.health().state).toBe('rebuilding');
+
+    const totals: number[] = [];
+    const sawDeleted: boolean[] = [];
+    let next = 201;
+    while (f.lifecycle.servedFile() === first) {
+      f.publish(orders(next, 3));
+      next += 3;
+      await f.tick();
+      totals.push(totalOf(f));
+      sawDeleted.push(f.lifecycle.reads.articlesOfOrder(1, 1) !== null);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    for (let i = 0; i < 20; i += 1) {
+      totals.push(totalOf(f));
+      sawDeleted.push(f.lifecycle.reads.articlesOfOrder(1, 1) !== null);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    expect(f.lifecycle.servedFile()).toBe(proposed);
+    expect(f.files.currentFile()).toBe(proposed);
+    expect(f.files.nextFile()).toBeNull();
+    expect(totals.every((total, i) => i === 0 || total >= totals[i - 1]!)).toBe(true);
+    expect(sawDeleted.some(Boolean)).toBe(false);
+    expect(f.transitions.map((t) => t.to)).toContain('switching');
+    expect(f.transitions.every((t) => t.allowed)).toBe(true);
+    await waitUntil('caught up on the new model', () => caughtUp(f), 10_000, 5);
+    expect(totalOf(f)).toBe(next - 2);
+  });
+
+  it('honours a revocation from the rebuilt model while it serves a file of an older projection version', async () => {
+    const dir = dataDir();
+    const seed = lifecycleFixture(dir);
+    seed.publish([issueKeyOf(1), ...orders(1, 300)]);
+    started(seed);
+    await waitUntil('caught up', () => caughtUp(seed), 10_000, 5);
+    await seed.lifecycle.stop();
+    running.splice(0);
+    const old = seed.files.currentFile()!;
+    const db = new Database(old);
+    db.exec(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`);
+    db.close();
+
+    // The same directory and log, under a lifecycle whose projector is slow to replay orders.
+    let slow = true;
+    const f = lifecycleFixture(dir, {
+      beforeBatch: () => (slow ? new Promise((resolve) => setTimeout(resolve, 20)) : undefined),
+    });
+    f.kafka.batchSize = 1;
+    f.publish([issueKeyOf(1), ...orders(1, 300)]);
+    started(f);
+    const hash = sha256Hex(apiKeyOf(1));
+    expect(f.lifecycle.health().state).toBe('rebuilding');
+    expect(f.lifecycle.health().reasons).toContain(
+      'the served model is of an older projection version; a rebuild is running',
+    );
+    expect(f.lifecycle.reads.orgOfKeyHash(hash)).toBe(1);
+    f.publish([apiKeyRevoked('test-api-key-of-org-1', { occurred_at: at(10_000) })]);
+    const revokedAt = Date.now();
+    await waitUntil(
+      'the revocation is honoured',
+      () => f.lifecycle.reads.orgOfKeyHash(hash) === null,
+      5_000,
+      5,
+    );
+    expect(Date.now() - revokedAt).toBeLessThan(5_000);
+    expect(f.lifecycle.servedFile()).toBe(old);
+    slow = false;
+    await waitUntil(
+      'switched to the rebuilt model',
+      async () => (await f.tick(), f.lifecycle.servedFile() !== old),
+      10_000,
+      5,
+    );
+    expect(f.lifecycle.reads.orgOfKeyHash(hash)).toBeNull();
+  });
+});

@@ -1,0 +1,143 @@
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import type { Clock } from '../../src/lifecycle/clock.js';
+import type { RunningProjector } from '../../src/lifecycle/projector-handle.js';
+import { backoffDelay, Supervisor, type RestartReason } from '../../src/lifecycle/supervisor.js';
+
+/** A clock whose sleeps are recorded and end when the test says so. */
+function manualClock(): Clock & { sleeps: number[]; wakeAll: () => void } {
+  const waiting: (() => void)[] = [];
+  return {
+    sleeps: [],
+    now: () => 0,
+    sleep(ms, wake) {
+      this.sleeps.push(ms);
+      return new Promise<void>((resolve) => {
+        waiting.push(resolve);
+        wake?.addEventListener('abort', () => resolve(), { once: true });
+      });
+    },
+    wakeAll: () => {
+      for (const resolve of waiting.splice(0)) resolve();
+    },
+  };
+}
+
+function projector(
+  positions: Map<string, number>,
+): RunningProjector & { fail: (e: Error) => void; stopped: boolean } {
+  let fail: (e: Error) => void = () => undefined;
+  const handle = {
+    stopped: false,
+    positions: () => positions,
+    failed: new Promise<Error>((resolve) => (fail = resolve)),
+    pause: () => undefined,
+    stop: () => {
+      handle.stopped = true;
+      return Promise.resolve();
+    },
+    fail: (e: Error) => fail(e),
+  };
+  return handle;
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('backoff', () => {
+  it('doubles from the initial delay and stops growing at the maximum', () => {
+    const backoff = { initialMs: 500, maxMs: 30_000 };
+    expect([0, 1, 2, 3, 6, 7, 100].map((n) => backoffDelay(backoff, n))).toEqual([
+      500, 1000, 2000, 4000, 30_000, 30_000, 30_000,
+    ]);
+  });
+});
+
+describe('the supervisor', () => {
+  it('retries a start that keeps failing with growing delays, reporting each restart, until one succeeds', async () => {
+    const clock = manualClock();
+    const reasons: RestartReason[] = [];
+    let attempts = 0;
+    const up = projector(new Map());
+    const supervisor = new Supervisor({
+      name: 'served',
+      clock,
+      logger: pino({ level: 'silent' }),
+      backoff: { initialMs: 100, maxMs: 400 },
+      onRestart: (reason) => reasons.push(reason),
+      start: () => {
+        attempts += 1;
+        return attempts <= 4 ? Promise.reject(new Error('the broker is unreachable')) : Promise.resolve(up);
+      },
+    });
+    supervisor.start();
+    for (let i = 0; i < 4; i += 1) {
+      await tick();
+      expect(supervisor.status()).toMatchObject({ running: false, lastError: 'the broker is unreachable' });
+      clock.wakeAll();
+    }
+    await tick();
+    expect(clock.sleeps).toEqual([100, 200, 400, 400]);
+    expect(reasons).toEqual(['start_failed', 'start_failed', 'start_failed', 'start_failed']);
+    expect(supervisor.running()).toBe(up);
+    expect(supervisor.status()).toMatchObject({ running: true, retryAt: null });
+    await supervisor.stop();
+    expect(up.stopped).toBe(true);
+  });
+
+  it('replaces a projector that fails, and starts the backoff over once the failed one had made progress', async () => {
+    const clock = manualClock();
+    const reasons: RestartReason[] = [];
+    const positions = new Map([['0:t', 5]]);
+    const handles = [projector(positions), projector(positions), projector(positions)];
+    let next = 0;
+    const supervisor = new Supervisor({
+      name: 'served',
+      clock,
+      logger: pino({ level: 'silent' }),
+      backoff: { initialMs: 100, maxMs: 1000 },
+      onRestart: (reason) => reasons.push(reason),
+      start: () => Promise.resolve(handles[next++]!),
+    });
+    supervisor.start();
+    await tick();
+    handles[0]!.fail(new Error('the projector thread exited with code 1'));
+    await tick();
+    clock.wakeAll();
+    await tick();
+    positions.set('0:t', 9);
+    handles[1]!.fail(new Error('again'));
+    await tick();
+    clock.wakeAll();
+    await tick();
+    expect(reasons).toEqual(['failed', 'failed']);
+    expect(clock.sleeps).toEqual([100, 100]);
+    expect(supervisor.running()).toBe(handles[2]);
+    expect(supervisor.positions().get('0:t')).toBe(9);
+    await supervisor.stop();
+  });
+
+  it('restarts a stalled projector at once and stops the old one first', async () => {
+    const clock = manualClock();
+    const handles = [projector(new Map()), projector(new Map())];
+    let next = 0;
+    const reasons: RestartReason[] = [];
+    const supervisor = new Supervisor({
+      name: 'served',
+      clock,
+      logger: pino({ level: 'silent' }),
+      onRestart: (reason) => reasons.push(reason),
+      start: () => Promise.resolve(handles[next++]!),
+    });
+    supervisor.start();
+    await tick();
+    supervisor.restart('stalled');
+    await tick();
+    expect(handles[0]!.stopped).toBe(true);
+    expect(clock.sleeps).toEqual([0]);
+    clock.wakeAll();
+    await tick();
+    expect(supervisor.running()).toBe(handles[1]);
+    expect(reasons).toEqual(['stalled']);
+    await supervisor.stop();
+  });
+});
