@@ -183,17 +183,15 @@ function readTail(file: string): string {
  */
 export async function startLocalBroker(options: { detached?: boolean } = {}): Promise<LocalBroker> {
   const jarsStart = Date.now();
-  const lib = ensureBrokerJars();
+  ensureBrokerJars();
   const jarsMs = Date.now() - jarsStart;
   const dataDir = mkdtempSync(join(tmpdir(), 'orders-kafka-'));
   const [brokerPort, controllerPort] = [await freePort(), await freePort()];
   const propertiesFile = join(dataDir, 'server.properties');
   const log4jFile = join(dataDir, 'log4j2.properties');
-  const logFile = join(dataDir, 'broker.log');
   writeFileSync(propertiesFile, serverProperties(dataDir, brokerPort, controllerPort));
   writeFileSync(log4jFile, log4jProperties);
-  const classpath = join(lib, '*');
-  const jvm = ['-Xms256m', '-Xmx1g', `-Dlog4j2.configurationFile=${log4jFile}`, '-cp', classpath];
+  const jvm = jvmOptions(dataDir);
 
   const format = spawnSync(
     'java',
@@ -206,41 +204,82 @@ export async function startLocalBroker(options: { detached?: boolean } = {}): Pr
     );
   }
 
+  const brokers = `127.0.0.1:${brokerPort}`;
+  const { pid, startupMs } = await launch(jvm, dataDir, brokers, options.detached === true);
+  return { brokers, pid, dataDir, startupMs, jarsMs };
+}
+
+/** Runs the broker of a formatted log dir and waits until it answers metadata requests. */
+async function launch(
+  jvm: string[],
+  dataDir: string,
+  brokers: string,
+  detached: boolean,
+): Promise<{ pid: number; startupMs: number }> {
+  const logFile = join(dataDir, 'broker.log');
   const out = openSync(logFile, 'a');
   const started = Date.now();
-  const child = spawn('java', [...jvm, 'kafka.Kafka', propertiesFile], {
+  const child = spawn('java', [...jvm, 'kafka.Kafka', join(dataDir, 'server.properties')], {
     stdio: ['ignore', out, out],
-    detached: options.detached === true,
+    detached,
   });
   if (child.pid === undefined) throw new Error('Could not start java for the Kafka broker');
-  const brokers = `127.0.0.1:${brokerPort}`;
   try {
     await waitUntilReady(brokers, child, logFile);
   } catch (error) {
     child.kill('SIGKILL');
     throw error;
   }
-  if (options.detached === true) child.unref();
-  return { brokers, pid: child.pid, dataDir, startupMs: Date.now() - started, jarsMs };
+  if (detached) child.unref();
+  return { pid: child.pid, startupMs: Date.now() - started };
+}
+
+function jvmOptions(dataDir: string): string[] {
+  return [
+    '-Xms256m',
+    '-Xmx1g',
+    `-Dlog4j2.configurationFile=${join(dataDir, 'log4j2.properties')}`,
+    '-cp',
+    join(ensureBrokerJars(), '*'),
+  ];
+}
+
+/**
+ * Ends the broker's process but keeps its data and ports, so that `resumeLocalBroker` brings the
+ * same broker back (fault tests: a broker that is gone, then returns).
+ */
+export async function haltLocalBroker(broker: Pick<LocalBroker, 'pid'>): Promise<void> {
+  await endProcess(broker.pid);
+}
+
+/** Starts a halted broker again on its data and ports; returns it with its new pid. */
+export async function resumeLocalBroker(broker: LocalBroker): Promise<LocalBroker> {
+  const { pid, startupMs } = await launch(jvmOptions(broker.dataDir), broker.dataDir, broker.brokers, false);
+  return { ...broker, pid, startupMs };
 }
 
 /** Stops the broker and removes its data. */
 export async function stopLocalBroker(broker: Pick<LocalBroker, 'pid' | 'dataDir'>): Promise<void> {
+  await endProcess(broker.pid);
+  rmSync(broker.dataDir, { recursive: true, force: true });
+}
+
+/** SIGTERM, then SIGKILL after 15 s. */
+async function endProcess(pid: number): Promise<void> {
   const alive = (): boolean => {
     try {
-      process.kill(broker.pid, 0);
+      process.kill(pid, 0);
       return true;
     } catch {
       return false;
     }
   };
   if (alive()) {
-    process.kill(broker.pid, 'SIGTERM');
+    process.kill(pid, 'SIGTERM');
     const deadline = Date.now() + 15_000;
     while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (alive()) process.kill(broker.pid, 'SIGKILL');
+    if (alive()) process.kill(pid, 'SIGKILL');
   }
-  rmSync(broker.dataDir, { recursive: true, force: true });
 }
 
 async function cli(command: string | undefined): Promise<void> {

@@ -42,8 +42,13 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   try {
     await assertTopicsExist(kafka, Object.values(config.topics));
   } catch (error) {
-    await kafka.close();
-    throw error;
+    if (error instanceof MissingTopicsError) {
+      await kafka.close();
+      throw error;
+    }
+    // An unreachable broker is no reason to refuse to serve the model on disk: the supervisor keeps
+    // trying to start the projector, and /readyz says why it is down.
+    logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
   }
 
   let lifecycle: ReadModelLifecycle | null = null;

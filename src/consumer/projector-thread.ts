@@ -25,9 +25,12 @@ export class ProjectorThreadFailed extends Error {
   readonly code = 'PROJECTOR_THREAD_FAILED';
 }
 
+/** A projector thread; `terminate` ends it as a crash would (fault tests and diagnostics). */
+export type ProjectorThread = RunningProjector & { terminate(): Promise<void> };
+
 export function startProjectorThread(
   spec: ProjectorSpec & { config: ServiceConfig; logger: Logger },
-): Promise<RunningProjector> {
+): Promise<ProjectorThread> {
   const worker = new Worker(workerUrl, {
     workerData: { file: spec.file, groupId: spec.groupId, config: spec.config } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
@@ -42,8 +45,11 @@ export function startProjectorThread(
   let exited: () => void = () => undefined;
   const whenExited = new Promise<void>((resolve) => (exited = resolve));
 
-  return new Promise<RunningProjector>((resolve, reject) => {
-    const handle: RunningProjector = {
+  return new Promise<ProjectorThread>((resolve, reject) => {
+    const handle: ProjectorThread = {
+      terminate: async () => {
+        await worker.terminate();
+      },
       positions: () => positions,
       failed,
       pause: () => worker.postMessage({ type: 'pause' } satisfies ToProjectorThread),
