@@ -22,7 +22,14 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
   const { writer, logger } = options;
   return options.port.consume({
     groupId: options.groupId,
-    topics: Object.values(options.topics),
+    // Keys first: a fetch fills its byte budget in this order, so issues and revocations are never
+    // starved by a backlog of orders (a rebuild replaying the log honours a revocation within seconds).
+    topics: [
+      options.topics.apiKeys,
+      options.topics.orderStatus,
+      options.topics.orders,
+      options.topics.articles,
+    ],
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
     onBatch: (batch) => {
       const outcome = writer.applyBatch(batch.topic, batch.partition, batch.messages, batch.next);

@@ -1,0 +1,68 @@
+/**
+ * A projection version change: the service serves the old file while it rebuilds in a worker
+ * thread. Requests keep their latency, and a revocation is honoured within 5 s all the same.
+ */
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { apiKeyRevoked, at } from '../helpers/events.js';
+import { waitUntil } from '../helpers/kafka.js';
+import { runLoad, type LoadReport } from '../helpers/load.js';
+import { serviceFixture } from '../helpers/service.js';
+
+const loadMs = Number(process.env['VERSION_REBUILD_LOAD_MS'] ?? 3000);
+
+describe('version rebuild', () => {
+  it('answers during the rebuild with the latency of an idle service and honours a revocation within 5 s', async () => {
+    const fixture = await serviceFixture({ orders: 20_000 });
+    await fixture.publish([issueKeyOf(2)]);
+    const first = await fixture.start();
+    await waitUntil('caught up', () => first.health().ready, 120_000);
+    const load = (service: typeof first, until?: Promise<unknown>): Promise<LoadReport> =>
+      runLoad({
+        durationMs: loadMs,
+        concurrency: 2,
+        ...(until === undefined ? {} : { until }),
+        next: (i) => ({
+          url: fixture.apiUrl(service, `/orders?limit=50&offset=${(i * 37) % 900}`),
+          headers: { authorization: `Bearer ${keyOf(1)}` },
+        }),
+      });
+    const idle = await load(first);
+    await first.close();
+
+    const oldFile = new ModelFiles(fixture.dataDir).currentFile()!;
+    const db = new Database(oldFile);
+    db.exec(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`);
+    db.close();
+
+    const service = await fixture.start();
+    expect(service.health()).toMatchObject({ state: 'rebuilding', rebuilding: true, ready: false });
+    let rebuilt: () => void = () => undefined;
+    const switched = new Promise<void>((resolve) => (rebuilt = resolve));
+    void waitUntil('switched', () => service.health().file !== oldFile, 120_000, 20).then(() => rebuilt());
+    const during = load(service, switched);
+
+    const key2 = { authorization: `Bearer ${keyOf(2)}` };
+    expect((await fetch(fixture.apiUrl(service, '/orders'), { headers: key2 })).status).toBe(200);
+    await fixture.publish([apiKeyRevoked('test-api-key-of-org-2', { occurred_at: at(1_000_000) })]);
+    const revokedAt = Date.now();
+    await waitUntil(
+      'the revocation is honoured',
+      async () => (await fetch(fixture.apiUrl(service, '/orders'), { headers: key2 })).status === 401,
+      10_000,
+      20,
+    );
+    const honouredMs = Date.now() - revokedAt;
+    const stillOld = service.health().file === oldFile;
+    const report = await during;
+    console.log(
+      `[version rebuild] idle: ${idle.requests} requests, p50 ${idle.p50Ms} ms, p99 ${idle.p99Ms} ms; during the rebuild: ${report.requests} requests, p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms (ratio ${(report.p99Ms / idle.p99Ms).toFixed(2)}); revocation honoured in ${honouredMs} ms ${stillOld ? 'while the old file was served' : 'after the switch'}`,
+    );
+    expect(Object.keys(report.statuses)).toEqual(['200']);
+    expect(stillOld).toBe(true);
+    expect(honouredMs).toBeLessThan(5000);
+    await waitUntil('ready on the rebuilt file', () => service.health().ready, 120_000);
+  });
+});
