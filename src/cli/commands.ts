@@ -142,6 +142,7 @@ export function deadLetters(
 
 export async function status(ctx: CommandContext): Promise<void> {
   const { file, db } = openLive(ctx);
+  const files = new ModelFiles(ctx.config.dataDir);
   try {
     const offsets = db.prepare(writeSql.selectOffsets).all() as {
       topic: string;
@@ -153,7 +154,9 @@ export async function status(ctx: CommandContext): Promise<void> {
       projectionVersion: projectionVersionOf(db),
       codeProjectionVersion: PROJECTION_VERSION,
       ...(db.prepare(operatorSql.modelCounts).get() as Record<string, number>),
-      abandonedBuilds: new ModelFiles(ctx.config.dataDir).abandonedBuilds(),
+      abandonedBuilds: files.abandonedBuilds(),
+      proposedNext: files.nextFile(),
+      rebuildLock: files.lockHolder(),
     };
     if (ctx.config.kafka.brokers.length > 0) {
       const stored = new Map(offsets.map((o) => [offsetKey(o.topic, o.partition), o.next_offset]));

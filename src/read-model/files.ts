@@ -144,7 +144,8 @@ export class ModelFiles {
     throw new RebuildLocked(`Could not take ${this.lockPath}`);
   }
 
-  private lockHolder(): LockHolder | null {
+  /** Who holds the rebuild lock, or null. */
+  lockHolder(): LockHolder | null {
     try {
       return JSON.parse(readFileSync(this.lockPath, 'utf8')) as LockHolder;
     } catch {
@@ -167,7 +168,7 @@ export class ModelFiles {
   }
 }
 
-interface LockHolder {
+export interface LockHolder {
   pid: number;
   host: string;
   purpose: string;
