@@ -76,9 +76,13 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const lagTimer = repeat(config.health.lagCheckIntervalMs, () =>
     running.checkLag().catch((error: unknown) => logger.warn({ err: error }, 'lag check failed')),
   );
-  const proposalTimer = repeat(proposalPollMs, () => {
-    running.checkProposals();
-    return running.maybeSwitch();
+  const proposalTimer = repeat(proposalPollMs, async () => {
+    try {
+      running.checkProposals();
+      await running.maybeSwitch();
+    } catch (error) {
+      logger.error({ err: error }, 'checking for a proposed model failed');
+    }
   });
 
   logger.info(

@@ -253,6 +253,7 @@ export class ReadModelLifecycle {
   }
 
   private ignoredProposals = new Set<string>();
+  private waitingForLock = false;
 
   private tryOpen(file: string): Generation | null {
     if (this.ignoredProposals.has(file)) return null;
@@ -280,9 +281,12 @@ export class ReadModelLifecycle {
       this.releaseLock = files.acquireRebuildLock(`version ${PROJECTION_VERSION} rebuild by the service`);
     } catch (error) {
       if (!(error instanceof RebuildLocked)) throw error;
-      logger.warn({ reason: error.message }, 'the version rebuild waits for the running rebuild');
+      if (!this.waitingForLock)
+        logger.warn({ reason: error.message }, 'the version rebuild waits for the running rebuild');
+      this.waitingForLock = true;
       return;
     }
+    this.waitingForLock = false;
     const file = files.newGenerationFile();
     openReadModel(file).close();
     files.proposeNext(file);
@@ -341,7 +345,9 @@ export class ReadModelLifecycle {
       this.options.events?.batchApplied?.(outcome);
       this.refreshState();
     } else if (generation === this.candidate) {
-      void this.maybeSwitch();
+      this.maybeSwitch().catch((error: unknown) =>
+        this.options.logger.error({ err: error }, 'switching to the caught-up model failed; trying again'),
+      );
     }
   }
 
@@ -367,20 +373,35 @@ export class ReadModelLifecycle {
     if (!hasReached(positionsOf(candidate), positionsOf(this.served))) return;
     this.switching = true;
     this.refreshState();
+    const previous = this.served;
     try {
-      const previous = this.served;
       const final: Positions =
         previous.supervisor === null ? previous.openedAt : await previous.supervisor.stop();
+      const stoppedProjector = previous.supervisor !== null;
       previous.supervisor = null;
-      while (!hasReached(positionsOf(candidate), final)) {
-        if (this.isStopping() || this.candidate !== candidate) return;
-        await this.options.clock.sleep(50);
+      // The candidate is at most a few batches behind the final positions; if it does not get there
+      // within the stall timeout, the served model gets its projector back and the switch waits.
+      const deadline = this.options.clock.now() + this.options.stallTimeoutMs;
+      let reached = hasReached(positionsOf(candidate), final);
+      while (!reached && !this.isStopping() && this.options.clock.now() < deadline) {
+        await this.options.clock.sleep(20);
+        reached = hasReached(positionsOf(candidate), final);
       }
+      if (!reached || this.isStopping()) {
+        if (stoppedProjector && !this.isStopping()) {
+          previous.supervisor = this.supervise(previous, this.options.groupId, 'served');
+          this.options.logger.warn(
+            { candidate: candidate.file },
+            'the candidate did not reach the served model in time; serving and projecting the current one meanwhile',
+          );
+        }
+        return;
+      }
+      this.options.files.promote(candidate.file);
+      this.options.files.clearNext(candidate.file);
       this.served = candidate;
       this.candidate = null;
       this.lag = null;
-      this.options.files.promote(candidate.file);
-      this.options.files.clearNext(candidate.file);
       this.releaseLock?.();
       this.releaseLock = null;
       this.stall.delete(previous);
@@ -394,6 +415,17 @@ export class ReadModelLifecycle {
         previous.db.close();
         this.options.files.removeGeneration(previous.file);
       });
+    } catch (error) {
+      // Nothing was swapped: keep serving, and projecting into, the current model.
+      if (
+        this.served === previous &&
+        previous.supervisor === null &&
+        previous.currentVersion &&
+        !this.isStopping()
+      ) {
+        previous.supervisor = this.supervise(previous, this.options.groupId, 'served');
+      }
+      throw error;
     } finally {
       this.switching = false;
       this.refreshState();
