@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'coverage/**', '.kafka-local/**'] },
+  { ignores: ['node_modules/**', 'coverage/**', '.kafka-local/**', 'dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {
@@ -27,5 +27,6 @@ export default tseslint.config(
   {
     files: ['eslint.config.js', '**/*.mjs'],
     extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: { globals: { process: 'readonly' } },
   },
 );

@@ -16,10 +16,17 @@ export type FromProjectorThread =
   | { type: 'started'; offsets: { topic: string; partition: number; nextOffset: number }[] }
   | { type: 'batch'; topic: string; partition: number; outcome: BatchOutcome }
   | { type: 'failed'; message: string; stack?: string }
+  | { type: 'warning'; name: string; message: string }
   | { type: 'stopped' };
 
-/** A plain-JavaScript entry that loads `projector-worker.ts` through tsx inside the thread. */
-const workerUrl = new URL('./projector-worker.mjs', import.meta.url);
+/**
+ * Built JavaScript (`npm run build`, what production runs) starts the worker module as it is; from
+ * the TypeScript sources (development, tests) a plain-JavaScript entry loads it through tsx, which
+ * the main thread's loader does not reach.
+ */
+const workerUrl = import.meta.url.endsWith('.js')
+  ? new URL('./projector-worker.js', import.meta.url)
+  : new URL('./projector-worker.mjs', import.meta.url);
 
 export class ProjectorThreadFailed extends Error {
   readonly code = 'PROJECTOR_THREAD_FAILED';
@@ -84,13 +91,18 @@ export function startProjectorThread(
           void worker.terminate();
           return;
         }
+        case 'warning':
+          // A thread's process warnings belong to the process: logged, and raised where monitoring sees them.
+          spec.logger.warn({ warning: message.name }, message.message);
+          process.emitWarning(message.message, { type: message.name, code: 'PROJECTOR_THREAD' });
+          return;
         case 'stopped':
           // The thread has closed its database and clients: nothing of it is still needed.
           void worker.terminate();
           return;
       }
     });
-    worker.on('error', (error) => failWith(error));
+    worker.on('error', (error: Error) => failWith(error));
     worker.on('exit', (code) => {
       exited();
       if (!stopping) failWith(new ProjectorThreadFailed(`the projector thread exited with code ${code}`));

@@ -21,6 +21,7 @@ if (port === null) throw new Error('projector-worker must run as a worker thread
 const post = (message: FromProjectorThread): void => port.postMessage(message);
 
 const logger = createLogger(config.logLevel).child({ component: 'projector', file });
+process.on('warning', (warning) => post({ type: 'warning', name: warning.name, message: warning.message }));
 
 /**
  * Requests come first: when both want more CPU than there is, the thread answering them wins and

@@ -2,9 +2,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, inject } from 'vitest';
+import { afterAll, expect, inject } from 'vitest';
 import type { TopicRole } from '../../schemas/events.js';
 import { loopbackServiceEnv } from '../../scripts/service-env.js';
+import { processWarningLines } from './no-process-warnings.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -30,8 +31,10 @@ export function serviceEnv(options: {
 }
 
 const running = new Set<ChildProcess>();
+const outputs: string[][] = [];
 afterAll(() => {
   for (const child of running) child.kill('SIGKILL');
+  expect(outputs.flatMap(processWarningLines), 'process warnings of the service processes').toEqual([]);
 });
 
 export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
@@ -42,6 +45,7 @@ export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
   });
   running.add(child);
   const output: string[] = [];
+  outputs.push(output);
   const collect = (chunk: Buffer): void => {
     output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
   };

@@ -1,0 +1,10 @@
+// `npm run build`: TypeScript to JavaScript in dist/ (what production runs, with no transpiler loaded),
+// plus the files the code reads at run time.
+import { execFileSync } from 'node:child_process';
+import { cpSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+rmSync('dist', { recursive: true, force: true });
+execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+cpSync('projections/orders/migrations', 'dist/projections/orders/migrations', { recursive: true });
