@@ -12,17 +12,31 @@ const apiTimestamp = z
   .regex(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/)
   .meta({ description: 'UTC, `YYYY-MM-DD HH:MM:SS`', example: '2026-11-21 10:15:00' });
 
-/** An integer in a query string: digits with an optional sign, nothing else (no `1.5`, no empty value). */
+/**
+ * An integer in a query string: decimal digits of any length, leading zeros allowed, with an optional
+ * sign, nothing else (no `1.5`, no empty value). Beyond ±(2^53 − 1) it is taken as ±(2^53 − 1), the
+ * largest integer a JSON number carries exactly; the route then clamps it to its own range.
+ */
 function integerParam(
   description: string,
   defaults: { default: number; minimum?: number; maximum?: number },
 ) {
   return z
     .string()
-    .regex(/^[+-]?\d{1,15}$/)
-    .transform(Number)
+    .regex(/^[+-]?\d+$/)
+    .transform(toSafeInteger)
     .optional()
     .meta({ type: 'integer', description, ...defaults });
+}
+
+const maxSafe = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A decimal integer of any length as the nearest safe integer. */
+export function toSafeInteger(decimal: string): number {
+  const value = BigInt(decimal);
+  if (value > maxSafe) return Number.MAX_SAFE_INTEGER;
+  if (value < -maxSafe) return -Number.MAX_SAFE_INTEGER;
+  return Number(value);
 }
 
 export const OrderListQuery = z.object({
@@ -34,10 +48,13 @@ export const OrderListQuery = z.object({
       maximum: LIMIT_MAX,
     },
   ),
-  offset: integerParam('Number of orders skipped (default 0); negative values count as 0', {
-    default: 0,
-    minimum: 0,
-  }),
+  offset: integerParam(
+    'Number of orders skipped (default 0); negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1',
+    {
+      default: 0,
+      minimum: 0,
+    },
+  ),
   status: z.enum(ORDER_STATUS_FILTERS).default('all').meta({
     description: '`finished`: fully distributed; `processing`: publishing or publishing ended; `all`: both',
   }),

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { ServiceEnv } from '../schemas/config.js';
-import type { TopicRole } from '../schemas/events.js';
+import { defaultTopicNames, type TopicRole } from '../schemas/events.js';
 
 export interface ServiceConfig {
   /** empty when KAFKA_BROKERS is unset: commands that need Kafka refuse to run then */
@@ -21,8 +21,13 @@ export class ConfigError extends Error {
 /** Parses the environment once; every problem is listed in one error. */
 export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
   const parsed = ServiceEnv.safeParse(env);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+  const problems = [
+    ...(parsed.success
+      ? []
+      : parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`)),
+    ...topicClashes(env).map((clash) => `  ${clash}`),
+  ];
+  if (!parsed.success || problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
   }
   const e = parsed.data;
@@ -50,6 +55,27 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/** One topic named for two roles would dead-letter every event of one of them as wrong_topic. */
+function topicClashes(env: NodeJS.ProcessEnv): string[] {
+  const variables = {
+    TOPIC_ORDERS: defaultTopicNames.orders,
+    TOPIC_ORDER_STATUS: defaultTopicNames.orderStatus,
+    TOPIC_ARTICLES: defaultTopicNames.articles,
+    TOPIC_API_KEYS: defaultTopicNames.apiKeys,
+  };
+  const byTopic = new Map<string, string[]>();
+  for (const [name, fallback] of Object.entries(variables)) {
+    const topic = env[name] === undefined || env[name] === '' ? fallback : env[name];
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), name]);
+  }
+  return [...byTopic]
+    .filter(([, names]) => names.length > 1)
+    .map(
+      ([topic, names]) =>
+        `${names.join(', ')}: name the same topic '${topic}'; each role needs a topic of its own`,
+    );
 }
 
 export function roleOfTopic(topics: Record<TopicRole, string>): (topic: string) => TopicRole | undefined {

@@ -5,7 +5,12 @@
 import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { jsonSchemaTransform, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { API_PREFIX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
@@ -50,11 +55,22 @@ const queryParamErrors: Record<string, ApiError> = {
     'Invalid status',
     `status must be one of: ${ORDER_STATUS_FILTERS.map((s) => `\`${s}\``).join(', ')}.`,
   ),
-  limit: new ApiError(422, 'Invalid limit', 'limit must be an integer (values outside 1–200 are clamped).'),
-  offset: new ApiError(422, 'Invalid offset', 'offset must be an integer (negative values count as 0).'),
+  limit: new ApiError(
+    422,
+    'Invalid limit',
+    'limit must be a decimal integer (values outside 1–200 are clamped).',
+  ),
+  offset: new ApiError(
+    422,
+    'Invalid offset',
+    'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
+  ),
 };
 
 export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
+  /** The caller's organization, or the 401 to answer: authentication comes before any 404 or 422. */
+  const authenticated = (request: FastifyRequest): { orgId: number; keySha256: string } | ApiError =>
+    authenticate(request.headers.authorization, (hash) => deps.readerOf().orgOfKeyHash(hash));
   const app = Fastify({
     loggerInstance: deps.logger,
     genReqId: (request) => {
@@ -64,13 +80,16 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     routerOptions: { maxParamLength: httpLimits.maxParamLength },
     bodyLimit: httpLimits.bodyLimit,
     // Errors raised before routing still answer with the Error object.
-    frameworkErrors: (error, _request, reply) => {
-      // The only path parameter is an order id, and one this long is no order of the caller's.
+    frameworkErrors: (error, request, reply) => {
       const statusCode = error.statusCode ?? 400;
-      void sendError(
-        reply,
-        error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? orderNotFound : statusError(statusCode, error.message),
-      );
+      if (error.code !== 'FST_ERR_MAX_PARAM_LENGTH') {
+        void sendError(reply, statusError(statusCode, error.message));
+        return;
+      }
+      // The only path parameter is an order id, and one this long is no order of the caller's; the
+      // router rejects it before any hook runs, so the key is checked here.
+      const caller = authenticated(request);
+      void sendError(reply, caller instanceof ApiError ? caller : orderNotFound);
     },
     clientErrorHandler: (error: NodeJS.ErrnoException, socket) => {
       // Node rejects oversized headers (and with them oversized URLs) before Fastify sees the request.
@@ -145,18 +164,22 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     return sendError(reply, statusError(500, 'An unexpected error occurred.'));
   });
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, statusError(404, `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`)),
-  );
+  app.setNotFoundHandler((request, reply) => {
+    const caller = authenticated(request);
+    return sendError(
+      reply,
+      caller instanceof ApiError
+        ? caller
+        : statusError(404, `No route ${request.method} ${request.url.split('?')[0] ?? ''}.`),
+    );
+  });
 
   await app.register(
     async (api) => {
       api.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
       await api.register(async (secured) => {
         secured.addHook('onRequest', (request, reply, done) => {
-          const outcome = authenticate(request.headers.authorization, (hash) =>
-            deps.readerOf().orgOfKeyHash(hash),
-          );
+          const outcome = authenticated(request);
           if (outcome instanceof ApiError) {
             void sendError(reply, outcome);
             return;

@@ -207,8 +207,23 @@ describe('DESIGN decisions', () => {
     expect(ids((await api.get('/orders?limit=-3', key)).body)).toEqual([3]);
   });
 
+  it('integers of any length or with leading zeros are numeric: clamped and echoed, never 422', async () => {
+    expect((await api.get('/orders?limit=00000000000000050', key)).body).toMatchObject({ limit: 50 });
+    expect((await api.get('/orders?offset=1234567890123456', key)).body).toMatchObject({
+      data: [],
+      offset: 1234567890123456,
+    });
+    expect(
+      (await api.get('/orders?limit=99999999999999999999&offset=-99999999999999999999', key)).body,
+    ).toMatchObject({ limit: 200, offset: 0 });
+    // Beyond 2^53 − 1 the offset is taken as 2^53 − 1, the largest integer a JSON number carries exactly.
+    const beyond = await api.get(`/orders?offset=${'9'.repeat(40)}`, key);
+    expect(beyond.status).toBe(200);
+    expect(beyond.body).toMatchObject({ data: [], offset: Number.MAX_SAFE_INTEGER });
+  });
+
   it('limit or offset that is not an integer: 422 Invalid limit / Invalid offset naming the rule', async () => {
-    for (const value of ['abc', '1.5', '', '1e3', '99999999999999999999']) {
+    for (const value of ['abc', '1.5', '', '1e3', ' 1', '0x10', '١٢']) {
       const limit = await api.get(`/orders?limit=${value}`, key);
       expect(limit.status).toBe(422);
       expect(limit.body).toEqual({
@@ -226,7 +241,7 @@ describe('DESIGN decisions', () => {
 
   it('{id} that is not a positive integer: 404 with the same body as another organization’s order', async () => {
     const foreign = await api.get('/orders/100/articles', key);
-    for (const id of ['abc', '0', '-2', '1.5', '2e1', '99999999999999999999']) {
+    for (const id of ['abc', '0', '-2', '1.5', '2e1', '99999999999999999999', '0000']) {
       const response = await api.get(`/orders/${id}/articles`, key);
       expect(response.status).toBe(404);
       expect(response.body).toEqual(foreign.body);
@@ -242,8 +257,28 @@ describe('DESIGN decisions', () => {
     expect(ids((await api.get('/orders/2/articles', key)).body)).toEqual([503, 502, 501]);
   });
 
-  it('unknown route: 404 Error object', async () => {
-    const response = await fetch(`${api.baseUrl.replace('/api/external-api/v1', '')}/nowhere`);
+  it('an {id} too long for the router: 401 without a valid key, 404 with one', async () => {
+    const path = `/orders/${'9'.repeat(300)}/articles`;
+    const foreign = await api.get('/orders/100/articles', key);
+    expect((await api.get(path)).status).toBe(401);
+    expect((await api.get(path, 'not-a-key')).status).toBe(401);
+    const found = await api.get(path, key);
+    expect(found.status).toBe(404);
+    expect(found.body).toEqual(foreign.body);
+  });
+
+  it('{id} with leading zeros is the same order', async () => {
+    expect((await api.get('/orders/0002/articles', key)).body).toEqual(
+      (await api.get('/orders/2/articles', key)).body,
+    );
+  });
+
+  it('unknown route: 401 without a valid key (authentication comes first), else a 404 Error object', async () => {
+    const url = `${api.baseUrl.replace('/api/external-api/v1', '')}/nowhere`;
+    const anonymous = await fetch(url);
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as { error: string }).error).toBe('Unauthorized');
+    const response = await fetch(url, { headers: { authorization: `Bearer ${keyOf(1)}` } });
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: 'Not Found', message: 'No route GET /nowhere.' });
   });

@@ -84,14 +84,14 @@ function expectedStatus(
   auth: { kind: 'none' | 'valid' | 'invalid' | 'huge' },
 ): { status: number; error?: string } {
   if (auth.kind === 'huge') return { status: 431, error: 'Request Header Fields Too Large' };
-  if (p.kind === 'other') return { status: 404, error: 'Not Found' };
   if (auth.kind !== 'valid') return { status: 401, error: 'Unauthorized' };
+  if (p.kind === 'other') return { status: 404, error: 'Not Found' };
   if (p.kind === 'articles')
     return p.id === String(OWN_ORDER) ? { status: 200 } : { status: 404, error: 'Not Found' };
   const values = (name: string): string[] => params.filter(([k]) => k === name).map(([, v]) => v);
   const integer = (name: string): boolean => {
     const v = values(name);
-    return v.length === 0 || (v.length === 1 && /^[+-]?\d{1,15}$/.test(v[0]!));
+    return v.length === 0 || (v.length === 1 && /^[+-]?\d+$/.test(v[0]!));
   };
   if (!integer('limit')) return { status: 422, error: 'Invalid limit' };
   if (!integer('offset')) return { status: 422, error: 'Invalid offset' };

@@ -35,62 +35,68 @@ async function released(before: string[]): Promise<void> {
 }
 
 describe('projector worker stress', () => {
-  it(`starts and stops projector threads ${runs} times (${plain} stops, ${switches} switches, ${sigterms} SIGTERMs) with no abort and no leaked handle`, async () => {
-    const fixture = await serviceFixture({ orders: 300 });
-    const logger = pino({ level: 'silent' });
-    const before = handles();
+  it(
+    `starts and stops projector threads ${runs} times (${plain} stops, ${switches} switches, ${sigterms} SIGTERMs) with no abort and no leaked handle`,
+    async () => {
+      const fixture = await serviceFixture({ orders: 300 });
+      const logger = pino({ level: 'silent' });
+      const before = handles();
 
-    const started = Date.now();
-    let batches = 0;
-    for (let i = 0; i < plain; i += 1) {
-      // A fresh file each time, so that every thread has the whole log to apply.
-      const file = `${fixture.dataDir}-stress-${i}.sqlite`;
-      openReadModel(file).close();
-      const batchesBefore = batches;
-      const thread = await startProjectorThread({
-        file,
-        groupId: `stress-${i}`,
-        config: fixture.config,
-        logger,
-        onBatch: () => (batches += 1),
-      });
-      // Some stop at once, some mid-ingest, some after catching up.
-      if (i % 3 !== 0) await waitUntil('a batch', () => batches > batchesBefore + (i % 3) - 1, 30_000, 5);
-      await thread.stop();
-    }
-    const plainMs = Date.now() - started;
-    await released(before);
+      const started = Date.now();
+      let batches = 0;
+      for (let i = 0; i < plain; i += 1) {
+        // A fresh file each time, so that every thread has the whole log to apply.
+        const file = `${fixture.dataDir}-stress-${i}.sqlite`;
+        openReadModel(file).close();
+        const batchesBefore = batches;
+        const thread = await startProjectorThread({
+          file,
+          groupId: `stress-${i}`,
+          config: fixture.config,
+          logger,
+          onBatch: () => (batches += 1),
+        });
+        // Some stop at once, some mid-ingest, some after catching up.
+        if (i % 3 !== 0) await waitUntil('a batch', () => batches > batchesBefore + (i % 3) - 1, 30_000, 5);
+        await thread.stop();
+      }
+      const plainMs = Date.now() - started;
+      await released(before);
 
-    const service = await fixture.start();
-    await waitUntil('ready', () => service.health().ready, 60_000);
-    const files = new ModelFiles(fixture.dataDir);
-    for (let i = 0; i < switches; i += 1) {
-      const served = service.health().file;
-      const proposed = files.newGenerationFile();
-      openReadModel(proposed).close();
-      files.proposeNext(proposed);
-      await waitUntil(`switch ${i + 1}`, () => service.health().file === proposed, 60_000, 20);
-      expect(served).not.toBe(proposed);
-    }
-    await service.close();
-    await released(before);
+      const service = await fixture.start();
+      await waitUntil('ready', () => service.health().ready, 60_000);
+      const files = new ModelFiles(fixture.dataDir);
+      for (let i = 0; i < switches; i += 1) {
+        const served = service.health().file;
+        const proposed = files.newGenerationFile();
+        openReadModel(proposed).close();
+        files.proposeNext(proposed);
+        await waitUntil(`switch ${i + 1}`, () => service.health().file === proposed, 60_000, 20);
+        expect(served).not.toBe(proposed);
+      }
+      await service.close();
+      await released(before);
 
-    const exits: (number | null)[] = [];
-    for (let i = 0; i < sigterms; i += 1) {
-      const process_ = spawnService({ ...fixture.env, LOG_LEVEL: 'info' });
-      await waitUntil(
-        'the projector started',
-        () => process_.output.some((line) => line.includes('joined the consumer group')),
-        60_000,
-        20,
+      const exits: (number | null)[] = [];
+      for (let i = 0; i < sigterms; i += 1) {
+        const process_ = spawnService({ ...fixture.env, LOG_LEVEL: 'info' });
+        await waitUntil(
+          'the projector started',
+          () => process_.output.some((line) => line.includes('joined the consumer group')),
+          60_000,
+          20,
+        );
+        process_.child.kill('SIGTERM');
+        exits.push(await process_.exited);
+        expect(process_.output.filter((line) => /Assertion failed|SIGABRT|core dumped/.test(line))).toEqual(
+          [],
+        );
+      }
+      console.log(
+        `[worker stress] ${plain} thread starts and stops in ${plainMs} ms (${batches} batches applied), ${switches} switches, ${sigterms} SIGTERMs with exit codes ${JSON.stringify(exits)}; handles before and after: ${JSON.stringify(before)}`,
       );
-      process_.child.kill('SIGTERM');
-      exits.push(await process_.exited);
-      expect(process_.output.filter((line) => /Assertion failed|SIGABRT|core dumped/.test(line))).toEqual([]);
-    }
-    console.log(
-      `[worker stress] ${plain} thread starts and stops in ${plainMs} ms (${batches} batches applied), ${switches} switches, ${sigterms} SIGTERMs with exit codes ${JSON.stringify(exits)}; handles before and after: ${JSON.stringify(before)}`,
-    );
-    expect(exits.every((code) => code === 0)).toBe(true);
-  });
+      expect(exits.every((code) => code === 0)).toBe(true);
+    },
+    60_000 + runs * 3000,
+  );
 });

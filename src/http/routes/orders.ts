@@ -67,7 +67,8 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
       },
       (request, reply) => {
         const { id } = request.params;
-        const orderId = /^\d{1,16}$/.test(id) ? Number(id) : NaN;
+        // Decimal digits, leading zeros allowed; ids beyond 2^53 − 1 exist in no model (the contract caps them).
+        const orderId = /^\d+$/.test(id) && BigInt(id) <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : NaN;
         const found =
           Number.isSafeInteger(orderId) && orderId >= 1
             ? readerOf().articlesOfOrder(request.orgId, orderId)
