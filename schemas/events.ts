@@ -8,8 +8,26 @@ import { z } from 'zod';
 /** JSON integers above 2^53 lose precision in every JSON parser; reject them rather than mangle them. */
 const entityId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
-/** RFC 3339 with a zone designator (`Z` or `±hh:mm`), any fraction of a second. */
-const timestamp = z.iso.datetime({ offset: true });
+/** 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z in epoch milliseconds: the API prints four-digit years. */
+const utcYears = { from: -62_167_219_200_000, to: 253_402_300_800_000 };
+
+/**
+ * RFC 3339 with a zone designator (`Z` or `±hh:mm`), any number of fractional digits (compared up to
+ * nanoseconds), within the years 0000–9999 once converted to UTC.
+ */
+const timestamp = z.iso
+  .datetime({ offset: true })
+  .refine(
+    (value) => {
+      const ms = Date.parse(value);
+      return ms >= utcYears.from && ms < utcYears.to;
+    },
+    { message: 'must fall within the years 0000–9999 once converted to UTC' },
+  )
+  .meta({
+    description:
+      'RFC 3339 with `Z` or `±hh:mm`, any number of fractional digits (compared up to nanoseconds); within the years 0000–9999 once converted to UTC',
+  });
 
 /** Internal order status. Any string is valid; the length cap keeps one bad value from bloating the model. */
 const internalStatus = z.string().min(1).max(100);

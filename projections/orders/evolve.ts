@@ -44,12 +44,27 @@ export function toEpochMs(rfc3339: string): number {
   return Date.parse(rfc3339);
 }
 
-function versionOf(event: DomainEvent, rank: 0 | 1 = 0): FactVersion {
-  return { at: toEpochMs(event.occurred_at), rank, id: event.event_id };
+/**
+ * An RFC 3339 timestamp at the precision given, up to nanoseconds: epoch milliseconds (of its
+ * first three fractional digits, as `Date.parse` reads them) and the nanoseconds after them.
+ */
+export function instantOf(rfc3339: string): { ms: number; sub: number } {
+  const fraction = /\.(\d+)/.exec(rfc3339)?.[1] ?? '';
+  return { ms: Date.parse(rfc3339), sub: Number(fraction.slice(3, 9).padEnd(6, '0')) };
 }
 
-function storedVersion(at: number | null, id: string | null, rank: 0 | 1 = 0): FactVersion | null {
-  return at === null || id === null ? null : { at, rank, id };
+function versionOf(event: DomainEvent, rank: 0 | 1 = 0): FactVersion {
+  const { ms, sub } = instantOf(event.occurred_at);
+  return { at: ms, sub, rank, id: event.event_id };
+}
+
+function storedVersion(
+  at: number | null,
+  sub: number | null,
+  id: string | null,
+  rank: 0 | 1 = 0,
+): FactVersion | null {
+  return at === null || id === null ? null : { at, sub: sub ?? 0, rank, id };
 }
 
 export function emptyOrder(orderId: number): OrderRow {
@@ -58,18 +73,24 @@ export function emptyOrder(orderId: number): OrderRow {
     org_id: null,
     member_id: null,
     created_at_ms: null,
+    created_at_sub: null,
     created_v_at: null,
+    created_v_sub: null,
     created_v_id: null,
     title: null,
     title_v_at: null,
+    title_v_sub: null,
     title_v_id: null,
     distribution_ms: null,
     distribution_v_at: null,
+    distribution_v_sub: null,
     distribution_v_id: null,
     status: null,
     status_v_at: null,
+    status_v_sub: null,
     status_v_id: null,
     deleted_v_at: null,
+    deleted_v_sub: null,
     deleted_v_id: null,
     listed_status: null,
   };
@@ -80,8 +101,12 @@ export function emptyOrder(orderId: number): OrderRow {
  * deletion at or after its creation, and its status maps to an external one.
  */
 function withListedStatus(row: OrderRow): OrderRow {
+  // A deletion wins over a creation at the same instant; a creation strictly later re-creates.
   const exists =
-    row.created_v_at !== null && (row.deleted_v_at === null || row.deleted_v_at < row.created_v_at);
+    row.created_v_at !== null &&
+    (row.deleted_v_at === null ||
+      row.deleted_v_at < row.created_v_at ||
+      (row.deleted_v_at === row.created_v_at && (row.deleted_v_sub ?? 0) < (row.created_v_sub ?? 0)));
   const listed = exists && row.status !== null ? listedStatusOf(row.status) : null;
   return { ...row, listed_status: listed };
 }
@@ -111,8 +136,16 @@ function applyOrderGroups(
   let next = current ?? emptyOrder(orderId);
   let changed = false;
   for (const [group, values] of updates) {
-    if (!supersedes(v, storedVersion(next[`${group}_v_at`], next[`${group}_v_id`]))) continue;
-    next = { ...next, ...values, [`${group}_v_at`]: v.at, [`${group}_v_id`]: v.id };
+    if (!supersedes(v, storedVersion(next[`${group}_v_at`], next[`${group}_v_sub`], next[`${group}_v_id`]))) {
+      continue;
+    }
+    next = {
+      ...next,
+      ...values,
+      [`${group}_v_at`]: v.at,
+      [`${group}_v_sub`]: v.sub,
+      [`${group}_v_id`]: v.id,
+    };
     changed = true;
   }
   return changed ? orderChange(current, next) : null;
@@ -125,10 +158,16 @@ export function applyOrderCreated(
   current: OrderRow | undefined,
 ): ReadModelChange | null {
   const d = event.data;
+  const created = instantOf(d.created_at);
   return applyOrderGroups(d.order_id, current, versionOf(event), [
     [
       'created',
-      { org_id: d.organization_id, member_id: d.member_id, created_at_ms: toEpochMs(d.created_at) },
+      {
+        org_id: d.organization_id,
+        member_id: d.member_id,
+        created_at_ms: created.ms,
+        created_at_sub: created.sub,
+      },
     ],
     ['title', { title: d.press_release_title }],
     ['distribution', { distribution_ms: distributionMs(d.distribution_date) }],
@@ -171,7 +210,7 @@ export function websiteDomainOf(articleUrl: string): string {
 }
 
 /** Articles and API keys keep one version per row: the latest fact about the entity. */
-type VersionedRow = { v_at: number; v_rank: 0 | 1; v_id: string };
+type VersionedRow = { v_at: number; v_sub: number; v_rank: 0 | 1; v_id: string };
 
 /** The row a fact makes when it supersedes the current one, else null. Removals have rank 1. */
 function newerRow<R extends VersionedRow>(
@@ -181,10 +220,13 @@ function newerRow<R extends VersionedRow>(
   fields: Omit<R, keyof VersionedRow>,
 ): R | null {
   const v = versionOf(event, rank);
-  const stored = current === undefined ? null : { at: current.v_at, rank: current.v_rank, id: current.v_id };
+  const stored =
+    current === undefined
+      ? null
+      : { at: current.v_at, sub: current.v_sub, rank: current.v_rank, id: current.v_id };
   if (!supersedes(v, stored)) return null;
   // Omit<R, …> plus the version columns is R; TypeScript cannot see that through the generic spread.
-  return { ...fields, v_at: v.at, v_rank: rank, v_id: v.id } as R;
+  return { ...fields, v_at: v.at, v_sub: v.sub, v_rank: rank, v_id: v.id } as R;
 }
 
 export function applyArticlePublished(

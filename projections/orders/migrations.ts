@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
  * its tables means a new version and a rebuild from the topics, never an
  * in-place migration of projected rows.
  */
-export const PROJECTION_VERSION = 2;
+export const PROJECTION_VERSION = 3;
 
 export interface Migration {
   version: number;

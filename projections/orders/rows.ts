@@ -6,18 +6,25 @@ export interface OrderRow {
   org_id: number | null;
   member_id: number | null;
   created_at_ms: number | null;
+  /** nanoseconds of created_at within its millisecond: the listing orders by both */
+  created_at_sub: number | null;
   created_v_at: number | null;
+  created_v_sub: number | null;
   created_v_id: string | null;
   title: string | null;
   title_v_at: number | null;
+  title_v_sub: number | null;
   title_v_id: string | null;
   distribution_ms: number | null;
   distribution_v_at: number | null;
+  distribution_v_sub: number | null;
   distribution_v_id: string | null;
   status: string | null;
   status_v_at: number | null;
+  status_v_sub: number | null;
   status_v_id: string | null;
   deleted_v_at: number | null;
+  deleted_v_sub: number | null;
   deleted_v_id: string | null;
   listed_status: ListedStatus | null;
 }
@@ -31,6 +38,7 @@ export interface ArticleRow {
   published_at_ms: number | null;
   removed: 0 | 1;
   v_at: number;
+  v_sub: number;
   v_rank: 0 | 1;
   v_id: string;
 }
@@ -42,6 +50,7 @@ export interface ApiKeyRow {
   key_sha256: string | null;
   revoked: 0 | 1;
   v_at: number;
+  v_sub: number;
   v_rank: 0 | 1;
   v_id: string;
 }
@@ -51,18 +60,24 @@ export const orderColumns = [
   'org_id',
   'member_id',
   'created_at_ms',
+  'created_at_sub',
   'created_v_at',
+  'created_v_sub',
   'created_v_id',
   'title',
   'title_v_at',
+  'title_v_sub',
   'title_v_id',
   'distribution_ms',
   'distribution_v_at',
+  'distribution_v_sub',
   'distribution_v_id',
   'status',
   'status_v_at',
+  'status_v_sub',
   'status_v_id',
   'deleted_v_at',
+  'deleted_v_sub',
   'deleted_v_id',
   'listed_status',
 ] as const satisfies readonly (keyof OrderRow)[];
@@ -75,6 +90,7 @@ export const articleColumns = [
   'published_at_ms',
   'removed',
   'v_at',
+  'v_sub',
   'v_rank',
   'v_id',
 ] as const satisfies readonly (keyof ArticleRow)[];
@@ -85,6 +101,7 @@ export const apiKeyColumns = [
   'key_sha256',
   'revoked',
   'v_at',
+  'v_sub',
   'v_rank',
   'v_id',
 ] as const satisfies readonly (keyof ApiKeyRow)[];

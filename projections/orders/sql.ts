@@ -49,7 +49,7 @@ export const writeSql = {
 } as const;
 
 const orderListColumns = `order_id AS id, title, listed_status, distribution_ms, created_at_ms`;
-const newestFirst = `ORDER BY created_at_ms DESC, order_id DESC LIMIT @limit OFFSET @offset`;
+const newestFirst = `ORDER BY created_at_ms DESC, created_at_sub DESC, order_id DESC LIMIT @limit OFFSET @offset`;
 
 export const readSql = {
   /** Walks the covering index `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */

@@ -1,11 +1,13 @@
 /**
- * The position of a fact in "last writer wins": when it happened upstream,
- * then, for facts removing an entity, a rank that lets removal win ties, then
+ * The position of a fact in "last writer wins": when it happened upstream, to
+ * the nanosecond when the publisher gives that much, then, for facts removing an entity, a rank that lets removal win ties, then
  * the event id. Comparing versions is all convergence needs.
  */
 export interface FactVersion {
-  /** occurred_at in epoch milliseconds */
+  /** occurred_at in epoch milliseconds (floor) */
   at: number;
+  /** nanoseconds of occurred_at within that millisecond (0–999 999): comparisons use the precision given */
+  sub: number;
   /** 1 for removals (article.removed, api_key.revoked), which win over facts with the same `at` */
   rank: 0 | 1;
   id: string;
@@ -13,6 +15,7 @@ export interface FactVersion {
 
 export function compareVersions(a: FactVersion, b: FactVersion): number {
   if (a.at !== b.at) return a.at < b.at ? -1 : 1;
+  if (a.sub !== b.sub) return a.sub < b.sub ? -1 : 1;
   if (a.rank !== b.rank) return a.rank - b.rank;
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }

@@ -101,7 +101,13 @@ export class ReadModelReader {
     readonly db: ReadModelDatabase,
     options: ReaderOptions = {},
   ) {
-    const prepare = (name: string, sql: string): Statement => {
+    // A file of projection version 2 or older, served while its successor is built, orders the
+    // listing by the millisecond only: it has no sub-millisecond column.
+    const hasSubMillisecond = (db.pragma('table_info(orders)') as { name: string }[]).some(
+      (column) => column.name === 'created_at_sub',
+    );
+    const prepare = (name: string, text: string): Statement => {
+      const sql = hasSubMillisecond ? text : text.replaceAll('created_at_sub DESC, ', '');
       const statement = db.prepare(sql);
       return rawStatements.has(name) ? statement.raw(true) : statement;
     };

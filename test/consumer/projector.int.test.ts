@@ -15,6 +15,7 @@ import {
   uniqueTopicName,
   waitUntil,
 } from '../helpers/kafka.js';
+import { orderCreated, statusChanged } from '../helpers/events.js';
 import { dumpModel, memoryReadModel, recountedCounters, storedCounters } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 
@@ -71,6 +72,48 @@ describe('projector through the real broker', () => {
     expect(letters.map((l) => key(l.raw_value, l.reason)).sort()).toEqual(
       garbage.map((g) => key(g.raw, g.reason)).sort(),
     );
+    db.close();
+  });
+
+  it('applies the later of two facts 300 µs apart although it is published first with the smaller event id', async () => {
+    const kafka = testKafka();
+    const { admin, producer } = await connectedClients(kafka);
+    const topics = await createContractTopics(admin);
+    const second = '2026-11-21T10:15:00';
+    const pairs = Array.from({ length: 20 }, (_, i) => i + 1).flatMap((id) => [
+      orderCreated({ order_id: id, status: 'publishing' }, { occurred_at: `${second}Z` }),
+      statusChanged(id, 'finished', { event_id: `a-${id}`, occurred_at: `${second}.000400Z` }),
+      statusChanged(id, 'publishing', { event_id: `b-${id}`, occurred_at: `${second}.000100Z` }),
+    ]);
+    await publish(producer, topics, pairs);
+
+    const db = openReadModel(join(dir, 'precision.sqlite'));
+    const writer = new ReadModelWriter(db, roleOfTopic(topics));
+    const port = kafkajsPort({
+      brokers: inject('kafkaBrokers').split(','),
+      clientId: 'precision-test',
+      sessionTimeoutMs: 6000,
+      logger: pino({ level: 'silent' }),
+    });
+    const consumption = await runProjection({
+      port,
+      groupId: uniqueTopicName('precision'),
+      topics,
+      writer,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      await waitUntil('the model has caught up', async () =>
+        (await port.endOffsets(Object.values(topics))).every(
+          (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
+        ),
+      );
+    } finally {
+      await consumption.stop();
+      await port.close();
+    }
+    const statuses = db.prepare('SELECT DISTINCT status, listed_status FROM orders').all();
+    expect(statuses).toEqual([{ status: 'finished', listed_status: 'finished' }]);
     db.close();
   });
 });

@@ -27,8 +27,19 @@ export interface HistoryShape {
 }
 
 /**
+ * Fractional digits after the milliseconds, as publishers on PostgreSQL (micro) or the JVM (nano) send
+ * them: facts within one millisecond are ordered by them, not by event id.
+ */
+const subMillisecond = fc.constantFrom('', '0', '1', '100', '400', '400001', '999999', '9999999');
+
+/** `…:SS.mmmZ` with more fractional digits after the milliseconds. */
+function withFraction(iso: string, digits: string): string {
+  return iso.replace(/Z$/, `${digits}Z`);
+}
+
+/**
  * A random history: facts about a few orders, articles and keys, with
- * occurred_at drawn from a narrow range so ties are common, and event ids
+ * occurred_at drawn from a narrow range so ties are common (down to the sub-millisecond), and event ids
  * unique but unordered so the tie-break is exercised.
  */
 export function historyArbitrary(shape: HistoryShape): fc.Arbitrary<DomainEvent[]> {
@@ -82,13 +93,13 @@ export function historyArbitrary(shape: HistoryShape): fc.Arbitrary<DomainEvent[
     fc.record({ kind: fc.constant('revoked' as const), keyId, minute }),
   );
   return fc
-    .array(fc.tuple(fact, fc.string({ minLength: 1, maxLength: 4 })), {
+    .array(fc.tuple(fact, fc.string({ minLength: 1, maxLength: 4 }), subMillisecond), {
       minLength: shape.minEvents ?? 1,
       maxLength: shape.maxEvents,
     })
     .map((facts) =>
-      facts.map(([f, salt], index): DomainEvent => {
-        const m = { event_id: `${salt}-${index}`, occurred_at: at(f.minute) };
+      facts.map(([f, salt, sub], index): DomainEvent => {
+        const m = { event_id: `${salt}-${index}`, occurred_at: withFraction(at(f.minute), sub) };
         switch (f.kind) {
           case 'created':
             return orderCreated(
@@ -97,7 +108,7 @@ export function historyArbitrary(shape: HistoryShape): fc.Arbitrary<DomainEvent[
                 organization_id: f.orgId,
                 status: f.status,
                 // spread over three UTC days, so re-created orders move between day counters
-                created_at: at(f.minute * 241),
+                created_at: withFraction(at(f.minute * 241), sub),
                 distribution_date: f.scheduled === null ? null : at(f.scheduled + 30),
               },
               m,

@@ -85,6 +85,7 @@ describe('projection version change', () => {
       DROP TABLE org_order_days;
       DROP INDEX orders_listed_by_org;
       DROP INDEX articles_of_order;
+      ALTER TABLE orders DROP COLUMN created_at_sub;
       CREATE INDEX orders_listed_by_org ON orders (org_id, created_at_ms, order_id) WHERE listed_status IS NOT NULL;
       CREATE INDEX orders_listed_by_org_status ON orders (org_id, listed_status, created_at_ms, order_id)
         WHERE listed_status IS NOT NULL;
