@@ -116,6 +116,18 @@ export function listingOf(row: OrderRow | undefined): OrderListing | null {
   return { orgId: row.org_id, status: row.listed_status, day: Math.floor(row.created_at_ms / DAY_MS) };
 }
 
+/**
+ * The organizations whose GET /orders answer an order change can alter: those it was listed in
+ * before or is listed in after (an unlisted order shows nowhere).
+ */
+export function organizationsShowing(before: OrderRow | undefined, after: OrderRow): number[] {
+  const orgs = new Set<number>();
+  for (const row of [before, after]) {
+    if (row?.listed_status != null && row.org_id !== null) orgs.add(row.org_id);
+  }
+  return [...orgs];
+}
+
 function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelChange {
   return { table: 'orders', before, row: withListedStatus(next) };
 }

@@ -40,6 +40,10 @@ export const writeSql = {
     ON CONFLICT (org_id, day, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
   decreaseOrderDay: `UPDATE org_order_days SET orders = orders - ? WHERE org_id = ? AND day = ? AND listed_status = ?`,
   dropEmptyOrderDay: `DELETE FROM org_order_days WHERE org_id = ? AND day = ? AND listed_status = ? AND orders = 0`,
+  countOrgChange: `INSERT INTO org_changes (org_id, changes) VALUES (?, 1)
+    ON CONFLICT (org_id) DO UPDATE SET changes = changes + 1`,
+  countOrderChange: `INSERT INTO order_changes (order_id, changes) VALUES (?, 1)
+    ON CONFLICT (order_id) DO UPDATE SET changes = changes + 1`,
   selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition`,
   upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset`,
@@ -82,6 +86,10 @@ export const readSql = {
     WHERE o.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,
   orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+  /** What a conditional GET /orders compares: the organization's change counter (0 before any change). */
+  orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS changes`,
+  /** The same for one order's articles. */
+  orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS changes`,
 } as const;
 
 /** What the operator's CLI reads (`status`, `dead-letters`). */

@@ -83,6 +83,9 @@ export class ReadModelLifecycle {
     orderPage: (query) => this.served.reader.orderPage(query),
     articlesOfOrder: (orgId, orderId) => this.served.reader.articlesOfOrder(orgId, orderId),
     orgOfKeyHash: (hash) => this.keysReader().orgOfKeyHash(hash),
+    orgChanges: (orgId) => this.served.reader.orgChanges(orgId),
+    orderChanges: (orderId) => this.served.reader.orderChanges(orderId),
+    modelIdentity: () => this.served.reader.modelIdentity(),
   };
 
   constructor(private readonly options: LifecycleOptions) {

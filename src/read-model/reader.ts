@@ -1,4 +1,5 @@
 /** Executes the read-model queries for the API; every query is scoped by organization in SQL. */
+import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { DAY_MS } from '../../projections/orders/evolve.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
@@ -83,12 +84,20 @@ const rawStatements: ReadonlySet<string> = new Set([
 ]);
 
 type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
+type ChangeStatement = 'orgChanges' | 'orderChanges';
 
 /** What the HTTP API asks of the read model. */
-export type ApiReads = Pick<ReadModelReader, 'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder'>;
+export type ApiReads = Pick<
+  ReadModelReader,
+  'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder' | 'orgChanges' | 'orderChanges' | 'modelIdentity'
+>;
 
 export class ReadModelReader {
-  private readonly statements: { [K in Exclude<keyof typeof readSql, DayStatement>]: Statement };
+  private readonly statements: {
+    [K in Exclude<keyof typeof readSql, DayStatement | ChangeStatement>]: Statement;
+  };
+  /** null on a file of projection version 2 or older: nobody projects into it, so nothing changes */
+  private readonly changes: { [K in ChangeStatement]: Statement } | null;
   /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
@@ -111,13 +120,16 @@ export class ReadModelReader {
       const statement = db.prepare(sql);
       return rawStatements.has(name) ? statement.raw(true) : statement;
     };
-    const { ordersPerDay, ordersPerDayByStatus, ...rest } = readSql;
+    const { ordersPerDay, ordersPerDayByStatus, orgChanges, orderChanges, ...rest } = readSql;
     this.statements = Object.fromEntries(
       Object.entries(rest).map(([name, sql]) => [name, prepare(name, sql)]),
     ) as typeof this.statements;
-    const hasDayCounts =
-      db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'org_order_days'`).get() !==
-      undefined;
+    const hasTable = (name: string): boolean =>
+      db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(name) !== undefined;
+    const hasDayCounts = hasTable('org_order_days');
+    this.changes = hasTable('org_changes')
+      ? { orgChanges: db.prepare(orgChanges), orderChanges: db.prepare(orderChanges) }
+      : null;
     this.perDay = hasDayCounts
       ? {
           ordersPerDay: prepare('ordersPerDay', ordersPerDay),
@@ -127,6 +139,27 @@ export class ReadModelReader {
     this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
     this.keyCache = options.cacheKeys === true ? new Map() : null;
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
+  }
+
+  /**
+   * Names this model file in entity tags: counters of two files (a rebuild) may be equal while their
+   * answers differ, so a tag never matches across files.
+   */
+  modelIdentity(): string {
+    this.fileIdentity ??= createHash('sha256').update(this.db.name).digest('base64url').slice(0, 10);
+    return this.fileIdentity;
+  }
+
+  private fileIdentity: string | undefined;
+
+  /** The organization's change counter: it moves with every change GET /orders could show. */
+  orgChanges(orgId: number): number {
+    return (this.changes?.orgChanges.get(orgId) as { changes: number } | undefined)?.changes ?? 0;
+  }
+
+  /** The order's change counter: it moves with every change to the order or its articles. */
+  orderChanges(orderId: number): number {
+    return (this.changes?.orderChanges.get(orderId) as { changes: number } | undefined)?.changes ?? 0;
   }
 
   orgOfKeyHash(keySha256: string): number | null {

@@ -7,6 +7,7 @@ import type { Statement } from 'better-sqlite3';
 import {
   evolve,
   listingOf,
+  organizationsShowing,
   type CurrentRows,
   type OrderListing,
   type ReadModelChange,
@@ -189,10 +190,13 @@ export class ReadModelWriter {
           if (changed.length > 0) this.updateOrderStatement(changed).run(row);
         }
         this.countListingChange(listingOf(before), listingOf(row));
+        for (const orgId of organizationsShowing(before, row)) this.statements.countOrgChange.run(orgId);
+        this.statements.countOrderChange.run(row.order_id);
         return;
       }
       case 'articles':
         this.statements.upsertArticle.run(change.row);
+        this.statements.countOrderChange.run(change.row.order_id);
         return;
       case 'api_keys':
         this.statements.upsertApiKey.run(change.row);

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import {
   ArticleList,
   ErrorBody,
@@ -10,9 +11,16 @@ import {
   OrderListQuery,
 } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
+import { entityTag, notModified, pageLinks, setValidators } from '../conditional.js';
 import { orderNotFound, sendError } from '../errors.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
+
+const notModifiedResponse = z
+  .null()
+  .describe(
+    'Not Modified: If-None-Match names the current ETag (weak comparison; a list of tags and `*` are accepted). No body.',
+  );
 
 const errorResponses = {
   401: ErrorBody.describe('Missing, malformed, unknown or revoked API key'),
@@ -30,22 +38,43 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
           security: [{ bearerAuth: [] }],
           querystring: OrderListQuery,
           response: {
-            200: OrderList,
+            200: OrderList.describe(
+              'The page. Headers: `ETag` (weak, from the organization’s change counter), `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
+            ),
+            304: notModifiedResponse,
             422: ErrorBody.describe('Invalid status, limit or offset'),
             ...errorResponses,
           },
         },
       },
-      (request) => {
+      (request, reply) => {
         const { status } = request.query;
         const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
         const offset = Math.max(0, request.query.offset ?? 0);
-        const page = readerOf().orderPage({
+        const reads = readerOf();
+        const tag = entityTag(
+          reads.modelIdentity(),
+          reads.orgChanges(request.orgId),
+          'o',
+          status,
+          limit,
+          offset,
+        );
+        setValidators(reply, tag);
+        if (notModified(request, tag)) {
+          void reply.code(304).send(null);
+          return;
+        }
+        const page = reads.orderPage({
           orgId: request.orgId,
           status: status === 'all' ? null : status,
           limit,
           offset,
         });
+        void reply.header(
+          'link',
+          pageLinks(request.url.split('?')[0] ?? '', { limit, offset, status, total: page.total }),
+        );
         return { data: page.orders, total: page.total, limit, offset };
       },
     );
@@ -59,7 +88,10 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
           security: [{ bearerAuth: [] }],
           params: OrderIdParams,
           response: {
-            200: ArticleList,
+            200: ArticleList.describe(
+              'The articles. Headers: `ETag` (weak, from the order’s change counter), `Cache-Control: private, no-cache`.',
+            ),
+            304: notModifiedResponse,
             404: ErrorBody.describe('The order does not exist or is not accessible'),
             ...errorResponses,
           },
@@ -69,10 +101,21 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
         const { id } = request.params;
         // Decimal digits, leading zeros allowed; ids beyond 2^53 − 1 exist in no model (the contract caps them).
         const orderId = /^\d+$/.test(id) && BigInt(id) <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : NaN;
-        const found =
-          Number.isSafeInteger(orderId) && orderId >= 1
-            ? readerOf().articlesOfOrder(request.orgId, orderId)
-            : null;
+        const reads = readerOf();
+        const valid = Number.isSafeInteger(orderId) && orderId >= 1;
+        // The counter moves with the order and its articles; the tag is only ever given for an order
+        // the caller can see, so a 304 never confirms another organization's order.
+        const tag = valid
+          ? entityTag(reads.modelIdentity(), reads.orderChanges(orderId), 'a', request.orgId, orderId)
+          : null;
+        const found = valid ? reads.articlesOfOrder(request.orgId, orderId) : null;
+        if (found !== null && tag !== null) {
+          setValidators(reply, tag);
+          if (notModified(request, tag)) {
+            void reply.code(304).send(null);
+            return;
+          }
+        }
         if (found === null) {
           // Answered, not thrown: an order the caller cannot see is an expected outcome, not a failure.
           void sendError(reply, orderNotFound);

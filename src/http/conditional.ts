@@ -1,0 +1,42 @@
+/**
+ * Conditional requests for polling callers: an entity tag built from the model's change counters
+ * (never from the answer itself, so a 304 costs no page read), compared weakly with If-None-Match.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+
+/** A weak tag: the projection version, the served file, the counter and what the query selects. */
+export function entityTag(modelIdentity: string, changes: number, ...query: (string | number)[]): string {
+  return `W/"${[PROJECTION_VERSION, modelIdentity, changes, ...query].join('.')}"`;
+}
+
+/** The opaque part of a tag, for weak comparison (RFC 9110 §8.8.3.2). */
+const opaque = (tag: string): string => tag.trim().replace(/^W\//, '');
+
+/** True when If-None-Match names `tag` (in a list, weakly) or is `*`. */
+export function notModified(request: FastifyRequest, tag: string): boolean {
+  const header = request.headers['if-none-match'];
+  if (header === undefined) return false;
+  const wanted = opaque(tag);
+  return header.split(',').some((candidate) => candidate.trim() === '*' || opaque(candidate) === wanted);
+}
+
+/** Sets the validators of an answer that may be cached only by the caller, and revalidated each time. */
+export function setValidators(reply: FastifyReply, tag: string): void {
+  void reply.header('etag', tag).header('cache-control', 'private, no-cache');
+}
+
+/** `Link` (RFC 8288) to the first, previous, next and last page of GET /orders for the applied query. */
+export function pageLinks(
+  path: string,
+  query: { limit: number; offset: number; status: string; total: number },
+): string {
+  const { limit, offset, status, total } = query;
+  const url = (at: number): string => `<${path}?limit=${limit}&offset=${at}&status=${status}>`;
+  const last = total === 0 ? 0 : Math.floor((total - 1) / limit) * limit;
+  const links = [`${url(0)}; rel="first"`];
+  if (offset > 0) links.push(`${url(Math.max(0, Math.min(offset - limit, last)))}; rel="prev"`);
+  if (offset + limit < total) links.push(`${url(offset + limit)}; rel="next"`);
+  links.push(`${url(last)}; rel="last"`);
+  return links.join(', ');
+}
