@@ -16,6 +16,8 @@ export const ServiceEnv = z.object({
   /** Unique per replica: every replica consumes every partition into its own file. */
   KAFKA_GROUP_ID: z.string().min(1).optional(),
   KAFKA_SESSION_TIMEOUT_MS: positiveInt.min(1000).default(10_000),
+  /** codec of what this service publishes (`keys issue`, `keys revoke`, `demo-data`); every codec is read */
+  KAFKA_COMPRESSION: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
   TOPIC_ORDERS: z.string().min(1).default(defaultTopicNames.orders),
   TOPIC_ORDER_STATUS: z.string().min(1).default(defaultTopicNames.orderStatus),
   TOPIC_ARTICLES: z.string().min(1).default(defaultTopicNames.articles),

@@ -4,7 +4,13 @@ import { defaultTopicNames, type TopicRole } from '../schemas/events.js';
 
 export interface ServiceConfig {
   /** empty when KAFKA_BROKERS is unset: commands that need Kafka refuse to run then */
-  kafka: { brokers: string[]; clientId: string; groupId: string; sessionTimeoutMs: number };
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    groupId: string;
+    sessionTimeoutMs: number;
+    compression: ServiceEnv['KAFKA_COMPRESSION'];
+  };
   topics: Record<TopicRole, string>;
   dataDir: string;
   http: { host: string; port: number };
@@ -37,6 +43,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       clientId: e.KAFKA_CLIENT_ID,
       groupId: e.KAFKA_GROUP_ID ?? `orders-read-model-${hostname()}`,
       sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
+      compression: e.KAFKA_COMPRESSION,
     },
     topics: {
       orders: e.TOPIC_ORDERS,

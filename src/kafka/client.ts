@@ -9,6 +9,7 @@ export function kafkaPortOf(config: ServiceConfig, logger: Logger): KafkaPort {
     brokers: requireBrokers(config),
     clientId: config.kafka.clientId,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+    compression: config.kafka.compression,
     logger,
   });
 }

@@ -2,8 +2,18 @@
  * The Kafka port implemented with kafkajs: the only module that imports the client library, so a
  * maintained client can replace it here without touching the rest of the service.
  */
-import { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
+import {
+  CompressionCodecs,
+  CompressionTypes,
+  Kafka,
+  logLevel,
+  Partitioners,
+  type Admin,
+  type Producer,
+  type logCreator,
+} from 'kafkajs';
 import type { Logger } from '../logger.js';
+import { kafkaCodecs, type CodecName } from './codecs.js';
 import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
 
 export interface KafkajsPortOptions {
@@ -13,7 +23,23 @@ export interface KafkajsPortOptions {
   logger: Logger;
   /** kafkajs's own retries per request before an operation fails (its default: 5) */
   retries?: number;
+  /** the codec of the batches `publish` sends (default none) */
+  compression?: CodecName;
 }
+
+// kafkajs reads only gzip by itself; every other codec a producer may use is registered here, once
+// per module instance (the projector's worker thread has its own).
+CompressionCodecs[CompressionTypes.Snappy] = kafkaCodecs[2];
+CompressionCodecs[CompressionTypes.LZ4] = kafkaCodecs[3];
+CompressionCodecs[CompressionTypes.ZSTD] = kafkaCodecs[4];
+
+const compressionOf: Record<CodecName, CompressionTypes> = {
+  none: CompressionTypes.None,
+  gzip: CompressionTypes.GZIP,
+  snappy: CompressionTypes.Snappy,
+  lz4: CompressionTypes.LZ4,
+  zstd: CompressionTypes.ZSTD,
+};
 
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   const kafka = new Kafka({
@@ -78,6 +104,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
         await connectedProducer()
       ).sendBatch({
         acks: -1,
+        compression: compressionOf[options.compression ?? 'none'],
         topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
       });
     },

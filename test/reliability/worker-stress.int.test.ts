@@ -79,13 +79,19 @@ describe('projector worker stress', () => {
 
       const exits: (number | null)[] = [];
       for (let i = 0; i < sigterms; i += 1) {
-        const process_ = spawnService({ ...fixture.env, LOG_LEVEL: 'info' });
+        const process_ = spawnService({
+          ...fixture.env,
+          LOG_LEVEL: 'info',
+          KAFKA_GROUP_ID: `stress-sigterm-${i}`,
+        });
         await waitUntil(
-          'the projector started',
+          `the projector of service process ${i + 1} started`,
           () => process_.output.some((line) => line.includes('joined the consumer group')),
           60_000,
           20,
-        );
+        ).catch((error: unknown) => {
+          throw new Error(`${String(error)}; its last output: ${process_.output.slice(-5).join(' | ')}`);
+        });
         process_.child.kill('SIGTERM');
         exits.push(await process_.exited);
         expect(process_.output.filter((line) => /Assertion failed|SIGABRT|core dumped/.test(line))).toEqual(
