@@ -11,6 +11,7 @@ import {
   type TopicRole,
 } from '../../schemas/events.js';
 import type { z } from 'zod';
+import type { RawMessage } from '../kafka/port.js';
 
 export type DeadLetterReason =
   | 'empty_value'
@@ -31,6 +32,16 @@ function describeIssues(error: z.ZodError, under: PropertyKey[] = []): string {
     .slice(0, 5)
     .map((issue) => `${[...under, ...issue.path].map(String).join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
+}
+
+/** A message as it left the Kafka port, with what its bytes decoded to. */
+export interface DecodedMessage extends RawMessage {
+  decoded: Decoded;
+}
+
+/** The edge of the Kafka port: a batch's bytes become typed events or dead letters, once. */
+export function decodeBatch(role: TopicRole, messages: readonly RawMessage[]): DecodedMessage[] {
+  return messages.map((message) => ({ ...message, decoded: decodeEvent(role, message.value) }));
 }
 
 export function decodeEvent(role: TopicRole, value: Buffer | null): Decoded {

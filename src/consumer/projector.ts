@@ -5,9 +5,11 @@
  * never trusted.
  */
 import type { TopicRole } from '../../schemas/events.js';
+import { roleOfTopic } from '../config.js';
 import type { Consumption, KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
+import { decodeBatch } from './decode.js';
 
 export interface ProjectionOptions {
   port: Pick<KafkaPort, 'consume'>;
@@ -20,6 +22,7 @@ export interface ProjectionOptions {
 
 export function runProjection(options: ProjectionOptions): Promise<Consumption> {
   const { writer, logger } = options;
+  const roleOf = roleOfTopic(options.topics);
   return options.port.consume({
     groupId: options.groupId,
     // Keys first: a fetch fills its byte budget in this order, so issues and revocations are never
@@ -32,7 +35,14 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
     ],
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
     onBatch: (batch) => {
-      const outcome = writer.applyBatch(batch.topic, batch.partition, batch.messages, batch.next);
+      const role = roleOf(batch.topic);
+      if (role === undefined) throw new Error(`topic ${batch.topic} is not one of the configured topics`);
+      const outcome = writer.applyBatch(
+        batch.topic,
+        batch.partition,
+        decodeBatch(role, batch.messages),
+        batch.next,
+      );
       if (outcome.deadLettered > 0) {
         logger.warn(
           {

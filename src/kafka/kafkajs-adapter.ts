@@ -2,16 +2,7 @@
  * The Kafka port implemented with kafkajs: the only module that imports the client library, so a
  * maintained client can replace it here without touching the rest of the service.
  */
-import {
-  CompressionCodecs,
-  CompressionTypes,
-  Kafka,
-  logLevel,
-  Partitioners,
-  type Admin,
-  type Producer,
-  type logCreator,
-} from 'kafkajs';
+import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { kafkaCodecs, type CodecName } from './codecs.js';
 import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
@@ -28,12 +19,14 @@ export interface KafkajsPortOptions {
 }
 
 // kafkajs reads only gzip by itself; every other codec a producer may use is registered here, once
-// per module instance (the projector's worker thread has its own).
+// per module instance (the projector's worker thread has its own). Node's ESM loader does not see
+// these two among kafkajs's CommonJS named exports, hence the default import.
+const { CompressionCodecs, CompressionTypes } = kafkajs;
 CompressionCodecs[CompressionTypes.Snappy] = kafkaCodecs[2];
 CompressionCodecs[CompressionTypes.LZ4] = kafkaCodecs[3];
 CompressionCodecs[CompressionTypes.ZSTD] = kafkaCodecs[4];
 
-const compressionOf: Record<CodecName, CompressionTypes> = {
+const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
   none: CompressionTypes.None,
   gzip: CompressionTypes.GZIP,
   snappy: CompressionTypes.Snappy,

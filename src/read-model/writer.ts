@@ -20,7 +20,7 @@ import {
 } from '../../projections/orders/rows.js';
 import { updateOrderSql, writeSql } from '../../projections/orders/sql.js';
 import type { EventType, TopicRole } from '../../schemas/events.js';
-import { decodeEvent, type DeadLetterReason } from '../consumer/decode.js';
+import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
 import type { RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
 
@@ -112,11 +112,12 @@ export class ReadModelWriter {
   applyBatch(
     topic: string,
     partition: number,
-    messages: readonly RawMessage[],
+    messages: readonly DecodedMessage[],
     positionAfter?: number,
   ): BatchOutcome {
-    const role = this.roleOfTopic(topic);
-    if (role === undefined) throw new Error(`topic ${topic} is not one of the configured topics`);
+    if (this.roleOfTopic(topic) === undefined) {
+      throw new Error(`topic ${topic} is not one of the configured topics`);
+    }
     const outcome: BatchOutcome = {
       applied: 0,
       unchanged: 0,
@@ -138,7 +139,7 @@ export class ReadModelWriter {
           outcome.skipped += 1;
           continue;
         }
-        const decoded = decodeEvent(role, message.value);
+        const { decoded } = message;
         if (decoded.ok) {
           const change = evolve(decoded.event, this.current);
           if (change === null) outcome.unchanged += 1;

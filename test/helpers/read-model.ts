@@ -4,6 +4,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { roleOfTopic } from '../../src/config.js';
+import { decodeBatch } from '../../src/consumer/decode.js';
 import { roleOf } from './events.js';
 
 export const testTopics: Record<TopicRole, string> = {
@@ -34,7 +35,7 @@ export function memoryReadModel(): {
             ? event.raw
             : Buffer.from(event.raw)
           : Buffer.from(JSON.stringify(event));
-      writer.applyBatch(topic, 0, [{ offset: String(offset), key: null, value }]);
+      writer.applyBatch(topic, 0, decodeBatch(role, [{ offset: String(offset), key: null, value }]));
     }
   };
   return { db, writer, apply };

@@ -1,4 +1,5 @@
 import { DAY_MS } from '../../projections/orders/evolve.js';
+import { decodeBatch } from '../../src/consumer/decode.js';
 import { describe, expect, it } from 'vitest';
 import { readSql } from '../../projections/orders/sql.js';
 import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
@@ -74,8 +75,9 @@ describe('ReadModelWriter', () => {
   it('skips messages below the stored offset, so a redelivered batch is not applied again', () => {
     const { db, writer } = memoryReadModel();
     const value = Buffer.from(JSON.stringify(orderCreated({ order_id: 1 })));
-    const first = writer.applyBatch(testTopics.orders, 0, [{ offset: '0', key: null, value }]);
-    const again = writer.applyBatch(testTopics.orders, 0, [{ offset: '0', key: null, value }]);
+    const batch = decodeBatch('orders', [{ offset: '0', key: null, value }]);
+    const first = writer.applyBatch(testTopics.orders, 0, batch);
+    const again = writer.applyBatch(testTopics.orders, 0, batch);
     expect(first).toMatchObject({ applied: 1, skipped: 0, nextOffset: 1 });
     expect(again).toMatchObject({ applied: 0, skipped: 1, nextOffset: null });
     expect(db.prepare('SELECT * FROM consumer_offsets').all()).toEqual([
