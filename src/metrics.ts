@@ -64,6 +64,12 @@ export class ServiceMetrics {
     help: 'State changes the lifecycle table does not allow (a bug if ever above 0)',
     registers: [this.registry],
   });
+  readonly unreadableBatches = new Counter({
+    name: 'orders_read_model_unreadable_batches_total',
+    help: 'Record batches the Kafka client could not read (a codec it lacks, corrupt data), by partition; the partition waits and is retried with backoff',
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
   readonly switches = new Counter({
     name: 'orders_read_model_switches_total',
     help: 'Switches of the served model to a caught-up candidate',
@@ -120,6 +126,8 @@ export class ServiceMetrics {
         }
       },
       candidateProgress: (ratio) => this.rebuildProgress.set(ratio),
+      unreadable: (batch) =>
+        this.unreadableBatches.inc({ topic: batch.topic, partition: String(batch.partition) }),
       switched: () => {
         this.switches.inc();
         this.rebuildProgress.set(1);

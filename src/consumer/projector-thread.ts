@@ -1,6 +1,7 @@
 /** Runs a projector in a worker thread and gives the main thread its handle (positions, failure, stop). */
 import { Worker } from 'node:worker_threads';
 import type { ServiceConfig } from '../config.js';
+import type { UnreadableBatch } from '../kafka/port.js';
 import type { ProjectorSpec, RunningProjector } from '../lifecycle/projector-handle.js';
 import type { Logger } from '../logger.js';
 import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
@@ -17,6 +18,7 @@ export type FromProjectorThread =
   | { type: 'batch'; topic: string; partition: number; outcome: BatchOutcome }
   | { type: 'failed'; message: string; stack?: string }
   | { type: 'warning'; name: string; message: string }
+  | { type: 'unreadable'; batch: UnreadableBatch }
   | { type: 'stopped' };
 
 /**
@@ -39,7 +41,11 @@ export function startProjectorThread(
   spec: ProjectorSpec & { config: ServiceConfig; logger: Logger },
 ): Promise<ProjectorThread> {
   const worker = new Worker(workerUrl, {
-    workerData: { file: spec.file, groupId: spec.groupId, config: spec.config } satisfies ProjectorWorkerData,
+    workerData: {
+      file: spec.file,
+      groupId: spec.groupId,
+      config: spec.config,
+    } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
     // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process.
@@ -91,6 +97,9 @@ export function startProjectorThread(
           void worker.terminate();
           return;
         }
+        case 'unreadable':
+          spec.onUnreadable?.(message.batch);
+          return;
         case 'warning':
           // A thread's process warnings belong to the process: logged, and raised where monitoring sees them.
           spec.logger.warn({ warning: message.name }, message.message);

@@ -46,6 +46,7 @@ const starting: Promise<Consumption> = runProjection({
   writer,
   logger,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
+  onUnreadable: (batch) => post({ type: 'unreadable', batch }),
 });
 let ending = false;
 

@@ -6,7 +6,7 @@
  */
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
-import type { Consumption, KafkaPort } from '../kafka/port.js';
+import type { Consumption, KafkaPort, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
@@ -18,6 +18,7 @@ export interface ProjectionOptions {
   writer: ReadModelWriter;
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
+  onUnreadable?: (batch: UnreadableBatch) => void;
 }
 
 export function runProjection(options: ProjectionOptions): Promise<Consumption> {
@@ -34,6 +35,10 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       options.topics.articles,
     ],
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
+    onUnreadable: (batch) => {
+      logger.error(batch, 'a record batch cannot be read; the partition waits, every other one goes on');
+      options.onUnreadable?.(batch);
+    },
     onBatch: (batch) => {
       const role = roleOf(batch.topic);
       if (role === undefined) throw new Error(`topic ${batch.topic} is not one of the configured topics`);

@@ -5,7 +5,14 @@
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { kafkaCodecs, type CodecName } from './codecs.js';
-import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
+import type {
+  ConsumeOptions,
+  Consumption,
+  KafkaPort,
+  OutgoingMessage,
+  PartitionEnds,
+  UnreadableBatch,
+} from './port.js';
 
 export interface KafkajsPortOptions {
   brokers: readonly string[];
@@ -34,11 +41,26 @@ const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
   zstd: CompressionTypes.ZSTD,
 };
 
+/** kafkajs (patched) logs a batch it could not read with this message, naming the consumer group. */
+const unreadableMessage = 'Could not read a record batch';
+
+/** Delays before fetching an unreadable partition again: doubling from 1 s, at most a minute. */
+const unreadableRetry = { initialMs: 1000, maxMs: 60_000 };
+
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
+  const unreadableByGroup = new Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>();
   const kafka = new Kafka({
     clientId: options.clientId,
     brokers: [...options.brokers],
-    logCreator: kafkaLogCreator(options.logger),
+    logCreator: kafkaLogCreator(options.logger, (extra) => {
+      const report = unreadableByGroup.get(String(extra['groupId']));
+      report?.({
+        topic: String(extra['topic']),
+        partition: Number(extra['partition']),
+        offset: Number(extra['offset']),
+        cause: String(extra['error']),
+      });
+    }),
     ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
   });
   let admin: Promise<Admin> | null = null;
@@ -61,7 +83,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   };
 
   return {
-    consume: (consume) => startConsumption(kafka, options, consume),
+    consume: (consume) => startConsumption(kafka, options, consume, unreadableByGroup),
     endOffsets: async (topics) => {
       const client = await connectedAdmin();
       const ends: PartitionEnds[] = [];
@@ -133,6 +155,7 @@ async function startConsumption(
   kafka: Kafka,
   options: KafkajsPortOptions,
   consume: ConsumeOptions,
+  unreadableByGroup: Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>,
 ): Promise<Consumption> {
   const logger = options.logger;
   const consumer = kafka.consumer({
@@ -148,6 +171,23 @@ async function startConsumption(
     retry: { restartOnFailure: () => Promise.resolve(false) },
   });
   let stopping = false;
+  // A partition at a batch the client cannot read is paused (by the patched kafkajs) and fetched again
+  // after a delay that doubles while it keeps failing; a batch read from it starts the delays over.
+  const unreadableAttempts = new Map<string, number>();
+  const retryTimers = new Set<NodeJS.Timeout>();
+  unreadableByGroup.set(consume.groupId, (batch) => {
+    if (stopping) return;
+    const key = `${batch.partition}:${batch.topic}`;
+    const attempt = unreadableAttempts.get(key) ?? 0;
+    unreadableAttempts.set(key, attempt + 1);
+    const retryInMs = Math.min(unreadableRetry.maxMs, unreadableRetry.initialMs * 2 ** Math.min(attempt, 16));
+    consume.onUnreadable?.({ ...batch, retryInMs });
+    const timer = setTimeout(() => {
+      retryTimers.delete(timer);
+      if (!stopping) consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]);
+    }, retryInMs);
+    retryTimers.add(timer);
+  });
   let fail: (error: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));
   const failWith = (error: unknown): void => {
@@ -196,6 +236,7 @@ async function startConsumption(
       eachBatch: async (payload) => {
         const { batch } = payload;
         if (!payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
+        unreadableAttempts.delete(`${batch.partition}:${batch.topic}`);
         try {
           await consume.onBatch({
             topic: batch.topic,
@@ -215,6 +256,7 @@ async function startConsumption(
     });
   } catch (error) {
     stopping = true;
+    unreadableByGroup.delete(consume.groupId);
     await consumer.disconnect().catch(() => undefined);
     throw error;
   }
@@ -224,17 +266,20 @@ async function startConsumption(
     pause: () => consumer.pause(consume.topics.map((topic) => ({ topic }))),
     stop: async () => {
       stopping = true;
+      for (const timer of retryTimers) clearTimeout(timer);
+      unreadableByGroup.delete(consume.groupId);
       await consumer.disconnect();
     },
   };
 }
 
-/** Routes kafkajs's own log lines into pino. */
-function kafkaLogCreator(logger: Logger): logCreator {
+/** Routes kafkajs's own log lines into pino, and the patched kafkajs's unreadable batches to `unreadable`. */
+function kafkaLogCreator(logger: Logger, unreadable: (extra: Record<string, unknown>) => void): logCreator {
   const child = logger.child({ library: 'kafkajs' });
   return () =>
     ({ level, log }) => {
       const { message, ...extra } = log;
+      if (message === unreadableMessage) unreadable(extra);
       switch (level) {
         case logLevel.ERROR:
           child.error(extra, message);

@@ -32,6 +32,16 @@ export interface PartitionEnds {
   end: number;
 }
 
+/** A record batch the client could not read at a partition's position (a codec it lacks, corrupt data). */
+export interface UnreadableBatch {
+  topic: string;
+  partition: number;
+  offset: number;
+  cause: string;
+  /** the partition is paused; it is fetched again after this delay (doubling while it fails) */
+  retryInMs: number;
+}
+
 export interface ConsumeOptions {
   /** Membership only: positions come from `startAt`, never from the group's committed offsets. */
   groupId: string;
@@ -40,6 +50,8 @@ export interface ConsumeOptions {
   startAt: (topic: string, partition: number) => number | undefined;
   /** called for each batch, in order per partition; nothing else is fetched for it until it returns */
   onBatch: (batch: FetchedBatch) => void | Promise<void>;
+  /** a partition stopped at a batch the client cannot read; every other partition goes on */
+  onUnreadable?: (batch: UnreadableBatch) => void;
 }
 
 export interface Consumption {

@@ -1,4 +1,5 @@
 /** What the lifecycle needs of a running projector, wherever it runs (a worker thread, or in-process in tests). */
+import type { UnreadableBatch } from '../kafka/port.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 
 export interface RunningProjector {
@@ -18,6 +19,8 @@ export interface ProjectorSpec {
   /** consumer group membership; positions come from the file */
   groupId: string;
   onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
+  /** a partition stopped at a batch the client cannot read (paused and retried; the others go on) */
+  onUnreadable?: (batch: UnreadableBatch) => void;
 }
 
 export type StartProjector = (spec: ProjectorSpec) => Promise<RunningProjector>;

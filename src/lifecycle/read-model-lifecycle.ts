@@ -7,7 +7,7 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
 import type { TopicRole } from '../../schemas/events.js';
-import type { PartitionEnds } from '../kafka/port.js';
+import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { RebuildLocked, type ModelFiles } from '../read-model/files.js';
@@ -39,6 +39,7 @@ export interface LifecycleEvents {
   restarted?: (projector: 'served' | 'candidate', reason: RestartReason) => void;
   lagMeasured?: (partitions: PartitionLag[]) => void;
   candidateProgress?: (ratio: number) => void;
+  unreadable?: (batch: UnreadableBatch) => void;
   switched?: (from: string, to: string) => void;
   stateChanged?: (from: ServiceState, to: ServiceState, allowed: boolean) => void;
 }
@@ -70,6 +71,8 @@ export class ReadModelLifecycle {
   /** releases the rebuild lock this process holds for its own version rebuild */
   private releaseLock: (() => void) | null = null;
   private lag: LagSnapshot | null = null;
+  /** partitions of the served model stopped at a batch the client cannot read, until one is read */
+  private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
   private readonly stall = new Map<Generation, StallWatch>();
   private switching = false;
   private stopping = false;
@@ -156,6 +159,7 @@ export class ReadModelLifecycle {
       projector,
       lag: this.lag,
       stalledSince: this.stall.get(this.served)?.stalledSince ?? null,
+      unreadable: [...this.unreadable.values()],
       readyMaxLag: this.options.readyMaxLag,
       stallTimeoutMs: this.options.stallTimeoutMs,
     });
@@ -330,7 +334,16 @@ export class ReadModelLifecycle {
         this.options.startProjector({
           file: generation.file,
           groupId,
-          onBatch: (topic, _partition, outcome) => this.batchApplied(generation, topic, outcome),
+          onBatch: (topic, partition, outcome) => this.batchApplied(generation, topic, partition, outcome),
+          onUnreadable: (batch) => {
+            this.options.events?.unreadable?.(batch);
+            if (generation === this.served) {
+              this.unreadable.set(offsetKey(batch.topic, batch.partition), {
+                ...batch,
+                at: this.options.clock.now(),
+              });
+            }
+          },
         }),
       onRestart: (reason) => {
         this.options.events?.restarted?.(generation === this.served ? 'served' : 'candidate', reason);
@@ -341,7 +354,13 @@ export class ReadModelLifecycle {
     return supervisor;
   }
 
-  private batchApplied(generation: Generation, topic: string, outcome: BatchOutcome): void {
+  private batchApplied(
+    generation: Generation,
+    topic: string,
+    partition: number,
+    outcome: BatchOutcome,
+  ): void {
+    if (generation === this.served) this.unreadable.delete(offsetKey(topic, partition));
     // The batch is committed: a reader must look keys up again to see issues and revocations.
     if (topic === this.apiKeysTopic) generation.reader.forgetKeys();
     if (generation === this.served) {
@@ -404,6 +423,7 @@ export class ReadModelLifecycle {
       this.options.files.clearNext(candidate.file);
       this.served = candidate;
       this.candidate = null;
+      this.unreadable.clear();
       this.lag = null;
       this.releaseLock?.();
       this.releaseLock = null;

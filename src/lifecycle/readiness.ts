@@ -3,7 +3,7 @@
  * `/readyz` answers 200 only when the served model is of this code's projection version, its
  * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
  */
-import type { PartitionEnds } from '../kafka/port.js';
+import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import { offsetKey } from '../read-model/writer.js';
 import type { ServiceState } from './state.js';
 import type { SupervisorStatus } from './supervisor.js';
@@ -34,6 +34,8 @@ export interface ReadinessInput {
   stalledSince: number | null;
   readyMaxLag: number;
   stallTimeoutMs: number;
+  /** partitions stopped at a batch the client cannot read, with when that was reported */
+  unreadable?: readonly (UnreadableBatch & { at: number })[];
 }
 
 export interface Readiness {
@@ -82,6 +84,11 @@ export function readiness(input: ReadinessInput): Readiness {
     reasons.push(`lag could not be measured for ${seconds(input.now - input.lag.at)}`);
   }
   if (lag !== null && lag > input.readyMaxLag) reasons.push(`lag ${lag} exceeds ${input.readyMaxLag}`);
+  for (const batch of input.unreadable ?? []) {
+    reasons.push(
+      `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); the other partitions go on, this one is read again in ${seconds(batch.at + batch.retryInMs - input.now)}`,
+    );
+  }
   if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {
     reasons.push(
       `the consumer made no progress for ${seconds(input.now - input.stalledSince)} while lagging`,

@@ -46,6 +46,7 @@ export function inProcessProjectors(
           if (outcome.nextOffset !== null) positions.set(offsetKey(topic, partition), outcome.nextOffset);
           spec.onBatch(topic, partition, outcome);
         },
+        onUnreadable: (batch) => spec.onUnreadable?.(batch),
       });
       return {
         positions: () => positions,

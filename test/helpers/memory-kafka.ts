@@ -34,6 +34,17 @@ export class MemoryKafka implements KafkaPort {
   batchSize = 50;
   /** consumptions started, failed starts included */
   consumeCalls = 0;
+  /** partitions whose batch at an offset cannot be read, by `partition:topic` */
+  private readonly unreadableAt = new Map<string, { offset: number; cause: string }>();
+
+  /** From `offset` on, the partition's batches cannot be read (a codec the client lacks) until `readable()`. */
+  makeUnreadable(topic: string, partition: number, offset: number, cause: string): void {
+    this.unreadableAt.set(`${partition}:${topic}`, { offset, cause });
+  }
+
+  readable(topic: string, partition: number): void {
+    this.unreadableAt.delete(`${partition}:${topic}`);
+  }
 
   constructor(
     topics: readonly string[],
@@ -101,6 +112,7 @@ export class MemoryKafka implements KafkaPort {
     };
     this.consumptions.add(entry);
     const positions = new Map<string, number>();
+    const retries = new Map<string, number>();
     let loopEnded: () => void = () => undefined;
     const loopDone = new Promise<void>((resolve) => (loopEnded = resolve));
     const loop = async (): Promise<void> => {
@@ -114,6 +126,22 @@ export class MemoryKafka implements KafkaPort {
               const log = partitions[partition]!;
               const from = positions.get(key) ?? options.startAt(topic, partition) ?? 0;
               if (from >= log.length) continue;
+              const blocked = this.unreadableAt.get(key);
+              if (blocked !== undefined && from >= blocked.offset) {
+                // As the adapter does: report, pause the partition, try it again after a delay.
+                const retryAt = retries.get(key) ?? 0;
+                if (Date.now() >= retryAt) {
+                  options.onUnreadable?.({
+                    topic,
+                    partition,
+                    offset: from,
+                    cause: blocked.cause,
+                    retryInMs: 50,
+                  });
+                  retries.set(key, Date.now() + 50);
+                }
+                continue;
+              }
               const taken = log.slice(from, from + this.batchSize);
               const batch: FetchedBatch = {
                 topic,

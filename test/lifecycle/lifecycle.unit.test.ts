@@ -195,3 +195,45 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     expect(f.lifecycle.reads.orgOfKeyHash(hash)).toBeNull();
   });
 });
+
+describe('a batch the client cannot read', () => {
+  it('is named in readiness and reported, while the other partitions and topics keep being applied', async () => {
+    const f = lifecycleFixture(dataDir());
+    running.push(f);
+    const blockedTopic = 'order-status';
+    f.kafka.makeUnreadable(blockedTopic, 1, 0, 'LZ4 compression not implemented');
+    f.publish([issueKeyOf(1), ...orders(1, 40)]);
+    f.publish(Array.from({ length: 40 }, (_, i) => statusChangedAt(i + 1)));
+    f.lifecycle.start();
+    await waitUntil(
+      'every readable partition caught up',
+      async () => {
+        await f.tick();
+        return f.lifecycle
+          .health()
+          .partitions.every((p) => p.lag === 0 || (p.topic === blockedTopic && p.partition === 1));
+      },
+      10_000,
+      5,
+    );
+    const health = f.lifecycle.health();
+    expect(health.ready).toBe(false);
+    expect(health.reasons.join('; ')).toMatch(
+      /order-status partition 1 cannot be read at offset 0 \(LZ4 compression not implemented\); the other partitions go on, this one is read again in \d+ s/,
+    );
+    expect(totalOf(f)).toBe(40);
+    f.kafka.readable(blockedTopic, 1);
+    await waitUntil('the partition is read once it can be', () => caughtUp(f), 10_000, 5);
+    expect(f.lifecycle.health()).toMatchObject({ ready: true, reasons: [] });
+    expect(f.restarts).toEqual([]);
+  });
+});
+
+function statusChangedAt(orderId: number): DomainEvent {
+  return {
+    event_id: `s-${orderId}`,
+    type: 'order.status_changed',
+    occurred_at: at(10_000 + orderId),
+    data: { order_id: orderId, status: 'finished' },
+  };
+}

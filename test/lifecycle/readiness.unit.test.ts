@@ -73,4 +73,23 @@ describe('readiness', () => {
     ]);
     expect(readiness({ ...healthy, state: 'stopping' }).reasons).toEqual(['the service is shutting down']);
   });
+
+  it('names a partition stopped at a batch the client cannot read, with offset, cause and next attempt', () => {
+    const verdict = readiness({
+      ...healthy,
+      unreadable: [
+        {
+          topic: 'pr.orders',
+          partition: 2,
+          offset: 41,
+          cause: 'LZ4 compression not implemented',
+          retryInMs: 8000,
+          at: now - 1000,
+        },
+      ],
+    });
+    expect(verdict.reasons).toEqual([
+      'pr.orders partition 2 cannot be read at offset 41 (LZ4 compression not implemented); the other partitions go on, this one is read again in 7 s',
+    ]);
+  });
 });
