@@ -12,6 +12,7 @@ import type { TopicRole } from '../schemas/events.js';
 import { EventPublisher } from '../src/consumer/publish.js';
 import { demoEvents } from '../src/demo/data.js';
 import { sha256Hex } from '../src/http/auth.js';
+import { codecNames, type CodecName } from '../src/kafka/codecs.js';
 import { endOffsetsVia, publishingVia } from '../test/helpers/kafkajs-port.js';
 
 export { endOffsetsVia };
@@ -84,7 +85,11 @@ export async function publishBenchData(
   });
   await producer.connect();
   const started = Date.now();
-  const publisher = new EventPublisher(publishingVia(producer), topics);
+  // BENCH_COMPRESSION: the codec of the produced batches, as an upstream producer might choose.
+  const codec = (process.env['BENCH_COMPRESSION'] ?? 'none') as CodecName;
+  if (!codecNames.includes(codec))
+    throw new Error(`BENCH_COMPRESSION must be one of ${codecNames.join(', ')}`);
+  const publisher = new EventPublisher(publishingVia(producer, codec), topics);
   if (firstOrderId === 1) {
     for (const org of keyedOrganizations(data)) {
       await publisher.add({

@@ -2,7 +2,8 @@
  * Benchmarks with baselines measured in the same run (the ratio is the figure
  * that counts on a 2-core machine whose absolute speed drifts).
  *   npm run bench:ingest | bench:rebuild | bench:api | bench   (bench = all three, one data set)
- * BENCH_ORDERS (default 1 000 000), BENCH_API_SECONDS (default 10), BENCH_NEW_EVENTS (default 1 000 000).
+ * BENCH_ORDERS (default 1 000 000), BENCH_API_SECONDS (default 10), BENCH_NEW_EVENTS (default 1 000 000),
+ * BENCH_COMPRESSION (codec of the produced batches: none, gzip, snappy, lz4, zstd; default none).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -14,6 +14,7 @@ import {
   status,
   type CommandContext,
 } from './cli/commands.js';
+import { restoreSnapshot, SnapshotRefused, takeSnapshot } from './cli/snapshot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { startService } from './service.js';
@@ -99,6 +100,29 @@ const commands: Record<string, Command> = {
     usage: 'status',
     summary: 'offsets, lag (when KAFKA_BROKERS is set), projection version and counts of the live model',
     run: (ctx) => status(ctx),
+  },
+  snapshot: {
+    usage: 'snapshot --to FILE | --restore FILE',
+    summary:
+      'write a consistent copy of the served model, with its stored positions, while the service runs; or make one the model of a new replica',
+    options: { to: { type: 'string' }, restore: { type: 'string' } },
+    run: (ctx, values) => {
+      const to = values['to'];
+      const from = values['restore'];
+      if ((typeof to === 'string') === (typeof from === 'string')) {
+        throw new UsageError('give exactly one of --to FILE and --restore FILE');
+      }
+      const facts =
+        typeof to === 'string'
+          ? takeSnapshot(ctx.config.dataDir, to)
+          : restoreSnapshot(ctx.config.dataDir, from as string);
+      ctx.print(
+        typeof to === 'string'
+          ? `Wrote ${facts.file} (${facts.bytes} bytes, projection version ${facts.projectionVersion}, ${facts.positions} messages applied).`
+          : `Restored ${facts.file} as the served model (${facts.positions} messages applied): the service continues from its stored positions.`,
+      );
+      return Promise.resolve();
+    },
   },
   'topics create': {
     usage: 'topics create [--partitions N]',
@@ -228,7 +252,7 @@ async function main(argv: string[]): Promise<number> {
       console.error(`${error.message}\nusage: npm run cli -- ${command.usage}`);
       return 2;
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof SnapshotRefused) {
       console.error(error.message);
       return 2;
     }

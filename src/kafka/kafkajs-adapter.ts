@@ -33,7 +33,8 @@ CompressionCodecs[CompressionTypes.Snappy] = kafkaCodecs[2];
 CompressionCodecs[CompressionTypes.LZ4] = kafkaCodecs[3];
 CompressionCodecs[CompressionTypes.ZSTD] = kafkaCodecs[4];
 
-const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
+/** kafkajs's name for a codec (for code that drives kafkajs directly, such as benchmarks). */
+export const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
   none: CompressionTypes.None,
   gzip: CompressionTypes.GZIP,
   snappy: CompressionTypes.Snappy,

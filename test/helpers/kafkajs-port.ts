@@ -3,10 +3,12 @@
  * (an independent client, not the service's adapter): publishing and end offsets.
  */
 import type { Kafka, Producer } from 'kafkajs';
+import type { CodecName } from '../../src/kafka/codecs.js';
+import { compressionOf } from '../../src/kafka/kafkajs-adapter.js';
 import type { KafkaPort, OutgoingMessage, PartitionEnds } from '../../src/kafka/port.js';
 
-/** Publishes through a connected kafkajs producer, in order per topic. */
-export function publishingVia(producer: Producer): Pick<KafkaPort, 'publish'> {
+/** Publishes through a connected kafkajs producer, in order per topic, compressed with `codec`. */
+export function publishingVia(producer: Producer, codec: CodecName = 'none'): Pick<KafkaPort, 'publish'> {
   return {
     publish: async (messages: readonly OutgoingMessage[]) => {
       const byTopic = new Map<string, { key: string; value: Buffer | string | null }[]>();
@@ -17,6 +19,7 @@ export function publishingVia(producer: Producer): Pick<KafkaPort, 'publish'> {
       }
       await producer.sendBatch({
         acks: -1,
+        compression: compressionOf[codec],
         topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
       });
     },
