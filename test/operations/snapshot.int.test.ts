@@ -78,7 +78,7 @@ describe('snapshots for new replicas', () => {
       await waitUntil('the replica is ready', () => replica.health().ready, 60_000);
       await waitUntil('the live model is caught up', () => live.health().totalLag === 0, 60_000);
       await waitUntil('the replica is caught up', () => replica.health().totalLag === 0, 60_000);
-      const metrics = await (await replica.admin.inject('/metrics')).body;
+      const metrics = (await replica.admin.inject('/metrics')).body;
       const applied = metrics
         .split('\n')
         .filter((line) => line.startsWith('orders_read_model_events_applied_total{'))
