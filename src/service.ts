@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
+import { startKeysWatch } from './consumer/keys-watch.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
@@ -63,6 +64,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger }),
+    startKeysWatch: (groupId) => startKeysWatch({ port: kafka, topics: config.topics, groupId, logger }),
     events: metrics.lifecycleEvents(),
   });
   const running = lifecycle;

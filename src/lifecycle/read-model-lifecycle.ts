@@ -15,6 +15,7 @@ import type { ApiReads } from '../read-model/reader.js';
 import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
 import { hasReached, openGeneration, positionsOf, type Generation, type Positions } from './generations.js';
+import type { KeysWatch } from '../consumer/keys-watch.js';
 import type { StartProjector } from './projector-handle.js';
 import { lagOf, readiness, totalLag, type LagSnapshot, type PartitionLag } from './readiness.js';
 import { serviceState, ServiceStateMachine, type ServiceState } from './state.js';
@@ -56,6 +57,8 @@ export interface LifecycleOptions {
   stallTimeoutMs: number;
   backoff?: Backoff;
   events?: LifecycleEvents;
+  /** the keys topic alone, read in this thread while the served model gets no events (a version rebuild) */
+  startKeysWatch?: (groupId: string) => Promise<KeysWatch>;
 }
 
 interface StallWatch {
@@ -71,6 +74,8 @@ export class ReadModelLifecycle {
   /** releases the rebuild lock this process holds for its own version rebuild */
   private releaseLock: (() => void) | null = null;
   private lag: LagSnapshot | null = null;
+  private keysWatch: KeysWatch | null = null;
+  private keysWatchStarting = false;
   /** partitions of the served model stopped at a batch the client cannot read, until one is read */
   private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
   private readonly stall = new Map<Generation, StallWatch>();
@@ -257,6 +262,7 @@ export class ReadModelLifecycle {
       files.clearNext(proposed);
     }
     if (this.candidate === null && !this.served.currentVersion) this.startVersionRebuild();
+    this.tendKeysWatch();
   }
 
   private ignoredProposals = new Set<string>();
@@ -373,15 +379,57 @@ export class ReadModelLifecycle {
     }
   }
 
-  private keysReader(): Generation['reader'] {
-    const candidate = this.candidate;
-    if (
-      candidate !== null &&
-      hasReached(positionsOf(candidate), positionsOf(this.served), this.apiKeysTopic)
-    ) {
-      return candidate.reader;
+  /**
+   * Keys are looked up in whichever model has read furthest on the keys topic, so an issue or a
+   * revocation counts as soon as any of them has applied it: the served model, the candidate, or,
+   * while the served model gets no events, the keys watch.
+   */
+  private keysReader(): Pick<Generation['reader'], 'orgOfKeyHash'> {
+    const served = positionsOf(this.served);
+    const topic = this.apiKeysTopic;
+    let best: { positions: Positions; reader: Pick<Generation['reader'], 'orgOfKeyHash'> } = {
+      positions: served,
+      reader: this.served.reader,
+    };
+    const others = [
+      ...(this.candidate === null
+        ? []
+        : [{ positions: positionsOf(this.candidate), reader: this.candidate.reader }]),
+      ...(this.keysWatch === null ? [] : [{ positions: this.keysWatch.positions(), reader: this.keysWatch }]),
+    ];
+    for (const other of others) {
+      if (hasReached(other.positions, best.positions, topic)) best = other;
     }
-    return this.served.reader;
+    return best.reader;
+  }
+
+  /** Keeps the keys watch running while the served model is of an older version; stops it otherwise. */
+  private tendKeysWatch(): void {
+    const start = this.options.startKeysWatch;
+    if (start === undefined || this.served.currentVersion || this.stopping) {
+      const watch = this.keysWatch;
+      this.keysWatch = null;
+      void watch?.stop().catch(() => undefined);
+      return;
+    }
+    if (this.keysWatch !== null || this.keysWatchStarting) return;
+    this.keysWatchStarting = true;
+    start(`${this.options.groupId}.keys.${this.options.clock.now()}`)
+      .then((watch) => {
+        if (this.stopping || this.served.currentVersion) {
+          void watch.stop();
+          return;
+        }
+        this.keysWatch = watch;
+        void watch.failed.then((error) => {
+          this.options.logger.warn({ err: error }, 'the keys watch failed; it starts again');
+          if (this.keysWatch === watch) this.keysWatch = null;
+        });
+      })
+      .catch((error: unknown) =>
+        this.options.logger.warn({ err: error }, 'the keys watch did not start; it is tried again'),
+      )
+      .finally(() => (this.keysWatchStarting = false));
   }
 
   /**
@@ -424,6 +472,7 @@ export class ReadModelLifecycle {
       this.served = candidate;
       this.candidate = null;
       this.unreadable.clear();
+      this.tendKeysWatch();
       this.lag = null;
       this.releaseLock?.();
       this.releaseLock = null;
@@ -484,7 +533,9 @@ export class ReadModelLifecycle {
     this.stopping = true;
     this.refreshState();
     const candidate = this.candidate;
-    await Promise.all([this.served.supervisor?.stop(), candidate?.supervisor?.stop()]);
+    const watch = this.keysWatch;
+    this.keysWatch = null;
+    await Promise.all([this.served.supervisor?.stop(), candidate?.supervisor?.stop(), watch?.stop()]);
     this.served.db.close();
     candidate?.db.close();
     this.releaseLock?.();
