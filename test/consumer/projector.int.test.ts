@@ -1,21 +1,9 @@
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
-import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
-import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
-import { openReadModel } from '../../src/read-model/database.js';
-import { ReadModelWriter } from '../../src/read-model/writer.js';
-import {
-  connectedClients,
-  createContractTopics,
-  publish,
-  testKafka,
-  uniqueTopicName,
-  waitUntil,
-} from '../helpers/kafka.js';
+import { connectedClients, createContractTopics, publish, testKafka } from '../helpers/kafka.js';
 import { orderCreated, statusChanged } from '../helpers/events.js';
+import { projectUntilCaughtUp } from '../helpers/projection.js';
 import { dumpModel, memoryReadModel, recountedCounters, storedCounters } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 
@@ -23,8 +11,7 @@ describe('projector through the real broker', () => {
   const dir = tempDir('projector-int');
 
   it('converges to the canonical model from shuffled topics with duplicates, and dead-letters each garbage message once', async () => {
-    const kafka = testKafka();
-    const { admin, producer } = await connectedClients(kafka);
+    const { admin, producer } = await connectedClients(testKafka());
     const topics = await createContractTopics(admin);
     const { history, publications, garbage } = seededLog(20261121, {
       orgs: 4,
@@ -34,32 +21,7 @@ describe('projector through the real broker', () => {
     });
     await publish(producer, topics, publications);
 
-    const db = openReadModel(join(dir, 'model.sqlite'));
-    const writer = new ReadModelWriter(db, roleOfTopic(topics));
-    const port = kafkajsPort({
-      brokers: inject('kafkaBrokers').split(','),
-      clientId: 'projector-test',
-      sessionTimeoutMs: 6000,
-      logger: pino({ level: 'silent' }),
-    });
-    const consumption = await runProjection({
-      port,
-      groupId: uniqueTopicName('projector'),
-      topics,
-      writer,
-      logger: pino({ level: 'silent' }),
-    });
-    try {
-      await waitUntil('the model has caught up', async () =>
-        (await port.endOffsets(Object.values(topics))).every(
-          (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
-        ),
-      );
-    } finally {
-      await consumption.stop();
-      await port.close();
-    }
-
+    const db = await projectUntilCaughtUp(topics, join(dir, 'model.sqlite'));
     const expected = memoryReadModel();
     expected.apply(...history);
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
@@ -76,8 +38,7 @@ describe('projector through the real broker', () => {
   });
 
   it('applies the later of two facts 300 µs apart although it is published first with the smaller event id', async () => {
-    const kafka = testKafka();
-    const { admin, producer } = await connectedClients(kafka);
+    const { admin, producer } = await connectedClients(testKafka());
     const topics = await createContractTopics(admin);
     const second = '2026-11-21T10:15:00';
     const pairs = Array.from({ length: 20 }, (_, i) => i + 1).flatMap((id) => [
@@ -87,31 +48,7 @@ describe('projector through the real broker', () => {
     ]);
     await publish(producer, topics, pairs);
 
-    const db = openReadModel(join(dir, 'precision.sqlite'));
-    const writer = new ReadModelWriter(db, roleOfTopic(topics));
-    const port = kafkajsPort({
-      brokers: inject('kafkaBrokers').split(','),
-      clientId: 'precision-test',
-      sessionTimeoutMs: 6000,
-      logger: pino({ level: 'silent' }),
-    });
-    const consumption = await runProjection({
-      port,
-      groupId: uniqueTopicName('precision'),
-      topics,
-      writer,
-      logger: pino({ level: 'silent' }),
-    });
-    try {
-      await waitUntil('the model has caught up', async () =>
-        (await port.endOffsets(Object.values(topics))).every(
-          (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
-        ),
-      );
-    } finally {
-      await consumption.stop();
-      await port.close();
-    }
+    const db = await projectUntilCaughtUp(topics, join(dir, 'precision.sqlite'));
     const statuses = db.prepare('SELECT DISTINCT status, listed_status FROM orders').all();
     expect(statuses).toEqual([{ status: 'finished', listed_status: 'finished' }]);
     db.close();

@@ -9,23 +9,14 @@ import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
 import type { TopicRole } from '../../schemas/events.js';
-import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
 import { messageKeyOf, topicRoleOf } from '../../src/consumer/publish.js';
 import { rebuildModel } from '../../src/consumer/rebuild.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
-import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
-import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { issueKeyOf } from '../helpers/api.js';
-import {
-  connectedClients,
-  createContractTopics,
-  testKafka,
-  uniqueTopicName,
-  waitUntil,
-} from '../helpers/kafka.js';
+import { connectedClients, createContractTopics, testKafka, uniqueTopicName } from '../helpers/kafka.js';
+import { projectUntilCaughtUp } from '../helpers/projection.js';
 import { dumpModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 import { tempDir } from '../helpers/temp.js';
@@ -48,35 +39,6 @@ function kcat(topic: string, codec: CodecName, lines: string[]): void {
       `kcat failed (is the Debian package kcat installed? .ci/run installs it): ${run.error?.message ?? ''}${run.stderr}`,
     );
   }
-}
-
-async function projected(topics: Record<TopicRole, string>, file: string): Promise<Database.Database> {
-  const db = openReadModel(file);
-  const writer = new ReadModelWriter(db, roleOfTopic(topics));
-  const port = kafkajsPort({
-    brokers: brokers().split(','),
-    clientId: 'codecs-test',
-    sessionTimeoutMs: 6000,
-    logger,
-  });
-  const consumption = await runProjection({
-    port,
-    groupId: uniqueTopicName('codecs'),
-    topics,
-    writer,
-    logger,
-  });
-  try {
-    await waitUntil('caught up', async () =>
-      (await port.endOffsets(Object.values(topics))).every(
-        (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
-      ),
-    );
-  } finally {
-    await consumption.stop();
-    await port.close();
-  }
-  return db;
 }
 
 describe('compressed topics written by kcat', () => {
@@ -105,10 +67,10 @@ describe('compressed topics written by kcat', () => {
     }
     sets.push({ name: 'mixed', topics: mixed });
 
-    const reference = dumpModel(await projected(sets[0]!.topics, join(dir, 'none.sqlite')));
+    const reference = dumpModel(await projectUntilCaughtUp(sets[0]!.topics, join(dir, 'none.sqlite')));
     expect(reference['orders']!.length).toBeGreaterThan(0);
     for (const set of sets) {
-      const live = await projected(set.topics, join(dir, `${set.name}-live.sqlite`));
+      const live = await projectUntilCaughtUp(set.topics, join(dir, `${set.name}-live.sqlite`));
       expect(dumpModel(live), `${set.name}, projected`).toEqual(reference);
       live.close();
       const files = new ModelFiles(join(dir, `${set.name}-data`));
@@ -153,7 +115,7 @@ describe('compressed topics written by kcat', () => {
         })),
       );
       await port.close();
-      const db = await projected(topics, join(dir, `published-${compression}.sqlite`));
+      const db = await projectUntilCaughtUp(topics, join(dir, `published-${compression}.sqlite`));
       reference ??= dumpModel(db);
       expect(dumpModel(db), compression).toEqual(reference);
       db.close();

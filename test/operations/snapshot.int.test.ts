@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { appliedMessagesIn } from '../../scripts/model-progress.js';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { startService } from '../../src/service.js';
@@ -24,17 +25,6 @@ function cli(env: NodeJS.ProcessEnv, args: string[]): { status: number | null; o
   });
   return { status: run.status, output: run.stdout + run.stderr };
 }
-
-const appliedIn = (file: string): number => {
-  const db = new Database(file, { readonly: true });
-  try {
-    return (
-      db.prepare('SELECT coalesce(sum(next_offset), 0) AS n FROM consumer_offsets').get() as { n: number }
-    ).n;
-  } finally {
-    db.close();
-  }
-};
 
 describe('snapshots for new replicas', () => {
   const dir = tempDir('snapshot');
@@ -70,7 +60,7 @@ describe('snapshots for new replicas', () => {
     const replicaEnv = { ...fixture.env, DATA_DIR: replicaDir, KAFKA_GROUP_ID: uniqueTopicName('replica') };
     const restored = cli(replicaEnv, ['snapshot', '--restore', snapshot]);
     expect(restored.status, restored.output).toBe(0);
-    const fromSnapshot = appliedIn(new ModelFiles(replicaDir).currentFile()!);
+    const fromSnapshot = appliedMessagesIn(new ModelFiles(replicaDir).currentFile()!);
     expect(fromSnapshot).toBeGreaterThan(0);
 
     const replica = await startService(loadConfig(replicaEnv), pino({ level: 'silent' }));
@@ -85,7 +75,7 @@ describe('snapshots for new replicas', () => {
         .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
       // It applied only what came after the snapshot, not the whole log again.
       expect(applied).toBeLessThan(
-        appliedIn(new ModelFiles(fixture.dataDir).currentFile()!) - fromSnapshot + 1,
+        appliedMessagesIn(new ModelFiles(fixture.dataDir).currentFile()!) - fromSnapshot + 1,
       );
       expect(applied).toBeGreaterThan(0);
       const a = new Database(new ModelFiles(fixture.dataDir).currentFile()!, { readonly: true });
