@@ -45,8 +45,8 @@ export const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
 /** kafkajs (patched) logs a batch it could not read with this message, naming the consumer group. */
 const unreadableMessage = 'Could not read a record batch';
 
-/** Delays before fetching an unreadable partition again: doubling from 1 s, at most a minute. */
-const unreadableRetry = { initialMs: 1000, maxMs: 60_000 };
+/** Delays before fetching an unreadable partition again: doubling from 1 s, at most 10 s. */
+const unreadableRetry = { initialMs: 1000, maxMs: 10_000 };
 
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   const unreadableByGroup = new Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>();

@@ -31,10 +31,13 @@ export async function projectUntilCaughtUp(
     logger,
   });
   try {
-    await waitUntil('the model has caught up', async () =>
-      (await port.endOffsets(Object.values(topics))).every(
-        (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
-      ),
+    await waitUntil(
+      'the model has caught up',
+      async () =>
+        (await port.endOffsets(Object.values(topics))).every(
+          (p) => (writer.storedOffset(p.topic, p.partition) ?? p.start) >= p.end,
+        ),
+      110_000,
     );
   } finally {
     await consumption.stop();

@@ -92,7 +92,7 @@ describe('compressed topics written by kcat', () => {
       expect(dumpModel(db), `${set.name}, rebuilt`).toEqual(reference);
       db.close();
     }
-  });
+  }, 300_000);
 
   it('publishes with every codec through the adapter and reads it back', async () => {
     const { admin } = await connectedClients(testKafka());
