@@ -23,9 +23,10 @@ export function updateOrderSql(columns: readonly (typeof orderColumns)[number][]
 }
 
 export const writeSql = {
-  selectOrder: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id = ?`,
-  selectArticle: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id = ?`,
-  selectApiKey: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id = ?`,
+  /** The rows of the ids in a JSON array: a batch reads its rows with one statement per table. */
+  selectOrders: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id IN (SELECT value FROM json_each(?))`,
+  selectArticles: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id IN (SELECT value FROM json_each(?))`,
+  selectApiKeys: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id IN (SELECT value FROM json_each(?))`,
   insertOrder: `INSERT INTO orders (${orderColumns.join(', ')}) VALUES (${orderColumns.map((c) => `@${c}`).join(', ')})`,
   upsertArticle: upsert('articles', articleColumns),
   upsertApiKey: upsert('api_keys', apiKeyColumns),

@@ -19,7 +19,7 @@ import {
   type OrderRow,
 } from '../../projections/orders/rows.js';
 import { updateOrderSql, writeSql } from '../../projections/orders/sql.js';
-import type { EventType, TopicRole } from '../../schemas/events.js';
+import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js';
 import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
 import type { RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
@@ -47,7 +47,8 @@ const maxDetailLength = 500;
 export class ReadModelWriter {
   private readonly statements: { [K in keyof typeof writeSql]: Statement };
   private readonly offsets = new Map<string, number>();
-  private readonly current: CurrentRows;
+  /** The rows the batch being applied has read or changed; written once each before its commit. */
+  private readonly batch: BatchRows;
   /** UPDATE statements by the set of columns they write */
   private readonly orderUpdates = new Map<string, Statement>();
   /** The counters a listed order counts in, each with its net changes in the batch being applied. */
@@ -85,11 +86,11 @@ export class ReadModelWriter {
         deltas: new Map(),
       },
     ];
-    this.current = {
-      order: (id) => this.statements.selectOrder.get(id) as OrderRow | undefined,
-      article: (id) => this.statements.selectArticle.get(id) as ArticleRow | undefined,
-      apiKey: (id) => this.statements.selectApiKey.get(id) as ApiKeyRow | undefined,
-    };
+    this.batch = new BatchRows({
+      orders: (ids) => this.statements.selectOrders.all(JSON.stringify(ids)) as OrderRow[],
+      articles: (ids) => this.statements.selectArticles.all(JSON.stringify(ids)) as ArticleRow[],
+      apiKeys: (ids) => this.statements.selectApiKeys.all(JSON.stringify(ids)) as ApiKeyRow[],
+    });
   }
 
   /** The next offset to read for a partition, as stored with the model; undefined when never read. */
@@ -133,6 +134,7 @@ export class ReadModelWriter {
     const recordedAt = this.now().toISOString();
     let next = stored;
     const applyAll = this.db.transaction(() => {
+      this.batch.read(messages.flatMap((m) => (m.decoded.ok ? [m.decoded.event] : [])));
       for (const message of messages) {
         const offset = Number(message.offset);
         if (offset < stored) {
@@ -141,9 +143,9 @@ export class ReadModelWriter {
         }
         const { decoded } = message;
         if (decoded.ok) {
-          const change = evolve(decoded.event, this.current);
+          const change = evolve(decoded.event, this.batch);
           if (change === null) outcome.unchanged += 1;
-          else this.write(change);
+          else this.batch.change(change);
           outcome.applied += 1;
           outcome.appliedByType[decoded.event.type] = (outcome.appliedByType[decoded.event.type] ?? 0) + 1;
         } else {
@@ -164,12 +166,14 @@ export class ReadModelWriter {
         next = offset + 1;
       }
       if (positionAfter !== undefined && positionAfter > next) next = positionAfter;
+      this.writeChanges();
       this.flushCounts();
       if (next !== stored) this.statements.upsertOffset.run(topic, partition, next);
     });
     try {
       applyAll();
     } finally {
+      this.batch.clear();
       for (const counter of this.counters) counter.deltas.clear();
     }
     if (next !== stored) {
@@ -180,29 +184,33 @@ export class ReadModelWriter {
     return outcome;
   }
 
-  private write(change: ReadModelChange): void {
-    switch (change.table) {
-      case 'orders': {
-        const { before, row } = change;
-        if (before === undefined) {
-          this.statements.insertOrder.run(row);
-        } else {
-          const changed = orderColumns.filter((column) => before[column] !== row[column]);
-          if (changed.length > 0) this.updateOrderStatement(changed).run(row);
-        }
-        this.countListingChange(listingOf(before), listingOf(row));
-        for (const orgId of organizationsShowing(before, row)) this.statements.countOrgChange.run(orgId);
-        this.statements.countOrderChange.run(row.order_id);
-        return;
+  /**
+   * Writes each row the batch changed once, from the row before the batch to the row after it, with
+   * the counters this moves: listing counters by their net change, and each organization and order
+   * whose answers may differ counted once per batch.
+   */
+  private writeChanges(): void {
+    const changedOrgs = new Set<number>();
+    const changedOrders = new Set<number>();
+    for (const { before, row } of this.batch.changed(this.batch.orders)) {
+      if (before === undefined) {
+        this.statements.insertOrder.run(row);
+      } else {
+        const changed = orderColumns.filter((column) => before[column] !== row[column]);
+        if (changed.length === 0) continue;
+        this.updateOrderStatement(changed).run(row);
       }
-      case 'articles':
-        this.statements.upsertArticle.run(change.row);
-        this.statements.countOrderChange.run(change.row.order_id);
-        return;
-      case 'api_keys':
-        this.statements.upsertApiKey.run(change.row);
-        return;
+      this.countListingChange(listingOf(before), listingOf(row));
+      for (const orgId of organizationsShowing(before, row)) changedOrgs.add(orgId);
+      changedOrders.add(row.order_id);
     }
+    for (const { row } of this.batch.changed(this.batch.articles)) {
+      this.statements.upsertArticle.run(row);
+      changedOrders.add(row.order_id);
+    }
+    for (const { row } of this.batch.changed(this.batch.apiKeys)) this.statements.upsertApiKey.run(row);
+    for (const orgId of changedOrgs) this.statements.countOrgChange.run(orgId);
+    for (const orderId of changedOrders) this.statements.countOrderChange.run(orderId);
   }
 
   private updateOrderStatement(columns: (typeof orderColumns)[number][]): Statement {
@@ -259,6 +267,115 @@ interface ListingCounter {
   decrease: Statement;
   dropEmpty: Statement;
   deltas: Map<string, { names: (number | string)[]; delta: number }>;
+}
+
+/** A row as it was before the batch (undefined: absent) and as the batch has left it so far. */
+interface BatchRow<R> {
+  before: R | undefined;
+  row: R | undefined;
+}
+
+/**
+ * The current rows of one batch: every row its events name is read with one statement per table
+ * before the first event, and each event then sees the rows the events before it left.
+ */
+class BatchRows implements CurrentRows {
+  readonly orders = new Map<number, BatchRow<OrderRow>>();
+  readonly articles = new Map<number, BatchRow<ArticleRow>>();
+  readonly apiKeys = new Map<string, BatchRow<ApiKeyRow>>();
+
+  constructor(
+    private readonly select: {
+      orders: (ids: number[]) => OrderRow[];
+      articles: (ids: number[]) => ArticleRow[];
+      apiKeys: (ids: string[]) => ApiKeyRow[];
+    },
+  ) {}
+
+  /** Reads the stored rows of every entity the events name. */
+  read(events: readonly DomainEvent[]): void {
+    const orderIds = new Set<number>();
+    const articleIds = new Set<number>();
+    const keyIds = new Set<string>();
+    for (const event of events) {
+      switch (event.type) {
+        case 'order.created':
+        case 'order.updated':
+        case 'order.deleted':
+        case 'order.status_changed':
+          orderIds.add(event.data.order_id);
+          break;
+        case 'article.published':
+        case 'article.removed':
+          articleIds.add(event.data.article_id);
+          break;
+        case 'api_key.issued':
+        case 'api_key.revoked':
+          keyIds.add(event.data.key_id);
+          break;
+      }
+    }
+    load(this.orders, orderIds, this.select.orders, (row) => row.order_id);
+    load(this.articles, articleIds, this.select.articles, (row) => row.article_id);
+    load(this.apiKeys, keyIds, this.select.apiKeys, (row) => row.key_id);
+  }
+
+  order(orderId: number): OrderRow | undefined {
+    return this.orders.get(orderId)?.row;
+  }
+
+  article(articleId: number): ArticleRow | undefined {
+    return this.articles.get(articleId)?.row;
+  }
+
+  apiKey(keyId: string): ApiKeyRow | undefined {
+    return this.apiKeys.get(keyId)?.row;
+  }
+
+  change(change: ReadModelChange): void {
+    switch (change.table) {
+      case 'orders':
+        entry(this.orders, change.row.order_id).row = change.row;
+        return;
+      case 'articles':
+        entry(this.articles, change.row.article_id).row = change.row;
+        return;
+      case 'api_keys':
+        entry(this.apiKeys, change.row.key_id).row = change.row;
+        return;
+    }
+  }
+
+  /** The rows of a table the batch has changed, each with the row before the batch. */
+  *changed<K, R>(rows: Map<K, BatchRow<R>>): Generator<{ before: R | undefined; row: R }> {
+    for (const { before, row } of rows.values()) {
+      if (row !== undefined && row !== before) yield { before, row };
+    }
+  }
+
+  clear(): void {
+    this.orders.clear();
+    this.articles.clear();
+    this.apiKeys.clear();
+  }
+}
+
+function load<K, R>(
+  rows: Map<K, BatchRow<R>>,
+  ids: Set<K>,
+  select: (ids: K[]) => R[],
+  idOf: (row: R) => K,
+): void {
+  if (ids.size === 0) return;
+  for (const id of ids) rows.set(id, { before: undefined, row: undefined });
+  for (const row of select([...ids])) rows.set(idOf(row), { before: row, row });
+}
+
+function entry<K, R>(rows: Map<K, BatchRow<R>>, id: K): BatchRow<R> {
+  const found = rows.get(id);
+  if (found !== undefined) return found;
+  // evolve only changes rows it was given through `order`/`article`/`apiKey`, all read beforehand
+  throw new Error(`a change to a row the batch did not read: ${String(id)}`);
 }
 
 /** The key of a partition in offset maps. */

@@ -19,6 +19,8 @@ export function memoryReadModel(): {
   db: ReadModelDatabase;
   writer: ReadModelWriter;
   apply: (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]) => void;
+  /** Applies the events in batches of up to `size` messages per topic, in the order given. */
+  applyInBatches: (size: number, events: readonly DomainEvent[]) => void;
 } {
   const db = openReadModel(':memory:');
   const writer = new ReadModelWriter(db, roleOfTopic(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
@@ -38,7 +40,26 @@ export function memoryReadModel(): {
       writer.applyBatch(topic, 0, decodeBatch(role, [{ offset: String(offset), key: null, value }]));
     }
   };
-  return { db, writer, apply };
+  const applyInBatches = (size: number, events: readonly DomainEvent[]): void => {
+    for (let at = 0; at < events.length; at += size) {
+      const byRole = new Map<TopicRole, DomainEvent[]>();
+      for (const event of events.slice(at, at + size)) {
+        byRole.set(roleOf(event), [...(byRole.get(roleOf(event)) ?? []), event]);
+      }
+      for (const [role, batch] of byRole) {
+        const topic = testTopics[role];
+        const first = nextOffset.get(topic) ?? 0;
+        nextOffset.set(topic, first + batch.length);
+        const messages = batch.map((event, i) => ({
+          offset: String(first + i),
+          key: null,
+          value: Buffer.from(JSON.stringify(event)),
+        }));
+        writer.applyBatch(topic, 0, decodeBatch(role, messages));
+      }
+    }
+  };
+  return { db, writer, apply, applyInBatches };
 }
 
 /** Every table of the model (offsets and dead-letter times aside), ordered, for equality checks. */

@@ -23,4 +23,23 @@ describe('convergence of the projection', () => {
     );
     // 300 histories take about 3 s alone; a loaded CI machine may need more than the default 5 s.
   }, 60_000);
+
+  it('yields the same model when a delivery arrives in batches of any size as when each event is its own batch', () => {
+    const scenario = historyArbitrary({ orgs: 3, orders: 6, articles: 8, keys: 3, maxEvents: 60 }).chain(
+      (history) => fc.tuple(deliveryArbitrary(history), fc.integer({ min: 2, max: 40 })),
+    );
+    fc.assert(
+      fc.property(scenario, ([delivery, size]) => {
+        const single = memoryReadModel();
+        single.apply(...delivery);
+        const batched = memoryReadModel();
+        batched.applyInBatches(size, delivery);
+        expect(dumpModel(batched.db)).toEqual(dumpModel(single.db));
+        expect(storedCounters(batched.db)).toEqual(recountedCounters(batched.db));
+        single.db.close();
+        batched.db.close();
+      }),
+      { numRuns: 300 },
+    );
+  }, 60_000);
 });
