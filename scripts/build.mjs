@@ -7,4 +7,4 @@ import { createRequire } from 'node:module';
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 rmSync('dist', { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-cpSync('projections/orders/migrations', 'dist/projections/orders/migrations', { recursive: true });
+cpSync('projections/orders/schema.sql', 'dist/projections/orders/schema.sql');

@@ -16,7 +16,7 @@ import type {
   OrderUpdated,
 } from '../../schemas/events.js';
 import type { ApiKeyRow, ArticleRow, OrderRow } from './rows.js';
-import { listedStatusOf, type ListedStatus } from './status.js';
+import { listedStatusOf } from './status.js';
 import { supersedes, type FactVersion } from './version.js';
 
 export interface CurrentRows {
@@ -29,16 +29,6 @@ export type ReadModelChange =
   | { table: 'orders'; before: OrderRow | undefined; row: OrderRow }
   | { table: 'articles'; row: ArticleRow }
   | { table: 'api_keys'; row: ApiKeyRow };
-
-/** Where an order is counted: null when the API does not list it. */
-export interface OrderListing {
-  orgId: number;
-  status: ListedStatus;
-  /** UTC day of created_at: floor(created_at_ms / 86 400 000) */
-  day: number;
-}
-
-export const DAY_MS = 86_400_000;
 
 export function toEpochMs(rfc3339: string): number {
   return Date.parse(rfc3339);
@@ -109,23 +99,6 @@ function withListedStatus(row: OrderRow): OrderRow {
       (row.deleted_v_at === row.created_v_at && (row.deleted_v_sub ?? 0) < (row.created_v_sub ?? 0)));
   const listed = exists && row.status !== null ? listedStatusOf(row.status) : null;
   return { ...row, listed_status: listed };
-}
-
-export function listingOf(row: OrderRow | undefined): OrderListing | null {
-  if (row?.listed_status == null || row.org_id === null || row.created_at_ms === null) return null;
-  return { orgId: row.org_id, status: row.listed_status, day: Math.floor(row.created_at_ms / DAY_MS) };
-}
-
-/**
- * The organizations whose GET /orders answer an order change can alter: those it was listed in
- * before or is listed in after (an unlisted order shows nowhere).
- */
-export function organizationsShowing(before: OrderRow | undefined, after: OrderRow): number[] {
-  const orgs = new Set<number>();
-  for (const row of [before, after]) {
-    if (row?.listed_status != null && row.org_id !== null) orgs.add(row.org_id);
-  }
-  return [...orgs];
 }
 
 function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelChange {

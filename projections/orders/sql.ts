@@ -2,7 +2,7 @@
  * The SQL that writes and reads the read model's tables. src/ prepares and
  * executes these; it writes no SQL of its own against these tables.
  */
-import { DAY_MS } from './evolve.js';
+import { DAY_MS } from './listing.js';
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
 /** An in-place upsert: unlike INSERT OR REPLACE it touches only the indexes of columns that change. */

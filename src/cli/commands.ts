@@ -1,7 +1,7 @@
 /** The CLI's subcommands. Each receives what it needs; main.ts builds it. */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
 import type { ServiceConfig } from '../config.js';
 import { EventPublisher } from '../consumer/publish.js';

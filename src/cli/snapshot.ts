@@ -5,7 +5,7 @@
  * replaying every topic from the start.
  */
 import { copyFileSync, existsSync, statSync } from 'node:fs';
-import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';

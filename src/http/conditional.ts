@@ -3,7 +3,7 @@
  * (never from the answer itself, so a 304 costs no page read), compared weakly with If-None-Match.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 
 /** A weak tag: the projection version, the served file, the counter and what the query selects. */
 export function entityTag(modelIdentity: string, changes: number, ...query: (string | number)[]): string {

@@ -5,7 +5,7 @@
  * served model on every partition. A replica never answers from a model older than one it has
  * already answered from.
  */
-import { PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';

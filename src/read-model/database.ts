@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { loadMigrations, PROJECTION_VERSION } from '../../projections/orders/migrations.js';
+import { PROJECTION_VERSION, schemaSql } from '../../projections/orders/schema.js';
 
 export type ReadModelDatabase = Database.Database;
 
@@ -22,7 +22,7 @@ export class ProjectionVersionMismatch extends Error {
 
 /**
  * Opens (creating if needed) a read-model file: WAL so readers never wait for
- * the writer, the numbered migrations, and the projection version check.
+ * the writer, the schema of a new file, and the projection version check.
  */
 export function openReadModel(
   file: string,
@@ -44,27 +44,27 @@ export function openReadModel(
   db.pragma('synchronous = NORMAL');
   // The writer touches index pages all over a growing file; SQLite's default 2 MB cache makes it re-read them.
   db.pragma(`cache_size = -${writerCacheKib}`);
-  migrate(db, file);
+  createOrCheck(db, file);
   return db;
 }
 
-function migrate(db: ReadModelDatabase, file: string): void {
-  const applied = db.pragma('user_version', { simple: true }) as number;
-  // A file of another projection version is rebuilt from the topics, never migrated in place. A new
-  // file gets this code's version from its first migration.
-  if (applied > 0) assertProjectionVersion(db, file);
-  const pending = loadMigrations().filter((m) => m.version > applied);
-  for (const migration of pending) {
-    db.transaction(() => {
-      db.exec(migration.sql);
-      if (applied === 0 && migration.version === 1) {
-        db.prepare(`INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`).run(
-          String(PROJECTION_VERSION),
-        );
-      }
-      db.pragma(`user_version = ${migration.version}`);
-    })();
+/**
+ * A new file gets the current version's schema in one transaction; an existing one must hold this
+ * code's projection version (another version is rebuilt from the topics, never migrated in place).
+ */
+function createOrCheck(db: ReadModelDatabase, file: string): void {
+  const created =
+    db.prepare(`SELECT 1 FROM sqlite_schema WHERE name = 'projection_meta'`).get() !== undefined;
+  if (created) {
+    assertProjectionVersion(db, file);
+    return;
   }
+  db.transaction(() => {
+    db.exec(schemaSql());
+    db.prepare(`INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`).run(
+      String(PROJECTION_VERSION),
+    );
+  })();
 }
 
 /** Leaves WAL mode so the file stands alone (no -wal/-shm) and can be renamed safely once closed. */

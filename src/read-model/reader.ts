@@ -1,7 +1,8 @@
 /** Executes the read-model queries for the API; every query is scoped by organization in SQL. */
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import { DAY_MS } from '../../projections/orders/evolve.js';
+import { DAY_MS } from '../../projections/orders/listing.js';
+import { pageStart, type OrdersOfDay, type PageStart } from '../../projections/orders/paging.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
 import { readSql } from '../../projections/orders/sql.js';
 import type { Article, Order } from '../../schemas/api.js';
@@ -222,18 +223,10 @@ export class ReadModelReader {
    * day, found by summing whole days from the newest instead of stepping over each newer order;
    * null if the day counts do not reach the offset.
    */
-  private dayOfOffset(query: OrderPageQuery): { day: number; newer: number } | null {
+  private dayOfOffset(query: OrderPageQuery): PageStart | null {
     if (this.perDay === null) return null;
     const perDay = query.status === null ? this.perDay.ordersPerDay : this.perDay.ordersPerDayByStatus;
-    let seen = 0;
-    let current = null as { day: number; newer: number } | null;
-    // Both statuses of one day are adjacent rows.
-    for (const [day, orders] of perDay.iterate(query) as Iterable<[number, number]>) {
-      if (current?.day !== day) current = { day, newer: seen };
-      seen += orders;
-      if (seen > query.offset) return current;
-    }
-    return null;
+    return pageStart(perDay.iterate(query) as Iterable<OrdersOfDay>, query.offset);
   }
 
   /** The order's title and articles, or null when the order is not listed for this organization. */

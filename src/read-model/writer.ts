@@ -4,14 +4,13 @@
  * after any crash the model equals a replay of the log up to the stored offset.
  */
 import type { Statement } from 'better-sqlite3';
+import { evolve, type CurrentRows, type ReadModelChange } from '../../projections/orders/evolve.js';
 import {
-  evolve,
-  listingOf,
+  counterChanges,
+  counterKeys,
   organizationsShowing,
-  type CurrentRows,
   type OrderListing,
-  type ReadModelChange,
-} from '../../projections/orders/evolve.js';
+} from '../../projections/orders/listing.js';
 import {
   orderColumns,
   type ApiKeyRow,
@@ -72,14 +71,14 @@ export class ReadModelWriter {
     const s = this.statements;
     this.counters = [
       {
-        of: (l) => [l.orgId, l.status],
+        of: counterKeys.orgOrderCounts,
         increase: s.increaseOrderCount,
         decrease: s.decreaseOrderCount,
         dropEmpty: s.dropEmptyOrderCount,
         deltas: new Map(),
       },
       {
-        of: (l) => [l.orgId, l.day, l.status],
+        of: counterKeys.orgOrderDays,
         increase: s.increaseOrderDay,
         decrease: s.decreaseOrderDay,
         dropEmpty: s.dropEmptyOrderDay,
@@ -200,7 +199,7 @@ export class ReadModelWriter {
         if (changed.length === 0) continue;
         this.updateOrderStatement(changed).run(row);
       }
-      this.countListingChange(listingOf(before), listingOf(row));
+      this.countListingChanges(before, row);
       for (const orgId of organizationsShowing(before, row)) changedOrgs.add(orgId);
       changedOrders.add(row.order_id);
     }
@@ -224,15 +223,8 @@ export class ReadModelWriter {
   }
 
   /** Collects the batch's net change per counter; `flushCounts` writes them before the commit. */
-  private countListingChange(before: OrderListing | null, after: OrderListing | null): void {
-    if (before?.orgId === after?.orgId && before?.status === after?.status && before?.day === after?.day) {
-      return;
-    }
-    for (const [listing, delta] of [
-      [before, -1],
-      [after, 1],
-    ] as const) {
-      if (listing === null) continue;
+  private countListingChanges(before: OrderRow | undefined, after: OrderRow): void {
+    for (const { listing, delta } of counterChanges(before, after)) {
       for (const counter of this.counters) {
         const names = counter.of(listing);
         const key = names.join('|');

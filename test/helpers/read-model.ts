@@ -1,4 +1,4 @@
-import { DAY_MS } from '../../projections/orders/evolve.js';
+import { DAY_MS } from '../../projections/orders/listing.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';

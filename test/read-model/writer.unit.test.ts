@@ -1,4 +1,4 @@
-import { DAY_MS } from '../../projections/orders/evolve.js';
+import { DAY_MS } from '../../projections/orders/listing.js';
 import { decodeBatch } from '../../src/consumer/decode.js';
 import { describe, expect, it } from 'vitest';
 import { readSql } from '../../projections/orders/sql.js';
