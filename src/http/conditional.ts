@@ -40,3 +40,11 @@ export function pageLinks(
   links.push(`${url(last)}; rel="last"`);
   return links.join(', ');
 }
+
+/**
+ * 304 with no payload at all: Fastify then sends neither a body nor Content-Length and Content-Type
+ * (a serialized `null` would announce 4 bytes that never come, and some clients wait for them).
+ */
+export function sendNotModified(reply: FastifyReply): void {
+  void reply.code(304).send();
+}

@@ -11,7 +11,7 @@ import {
   OrderListQuery,
 } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
-import { entityTag, notModified, pageLinks, setValidators } from '../conditional.js';
+import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
 import { orderNotFound, sendError } from '../errors.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
@@ -62,7 +62,7 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
         );
         setValidators(reply, tag);
         if (notModified(request, tag)) {
-          void reply.code(304).send(null);
+          sendNotModified(reply);
           return;
         }
         const page = reads.orderPage({
@@ -112,7 +112,7 @@ export function ordersRoutes(readerOf: () => ApiReads): FastifyPluginAsyncZod {
         if (found !== null && tag !== null) {
           setValidators(reply, tag);
           if (notModified(request, tag)) {
-            void reply.code(304).send(null);
+            sendNotModified(reply);
             return;
           }
         }

@@ -1,0 +1,215 @@
+/**
+ * What the features beyond the specification save, measured on one data set:
+ *  - a new replica from a snapshot (`snapshot --to` on a running replica, `snapshot --restore` on the
+ *    new one) against a replica that replays every topic: time from start to ready;
+ *  - a poll answered 304 (If-None-Match with the current tag) against the bare Fastify baseline of
+ *    the same run, and against the same poll without a tag.
+ *   npm run bench:replicas   (BENCH_ORDERS, default 1 000 000; BENCH_API_SECONDS, default 10)
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { freePort } from '../scripts/local-kafka.js';
+import { loopbackServiceEnv } from '../scripts/service-env.js';
+import { API_PREFIX } from '../schemas/api.js';
+import type { TopicRole } from '../schemas/events.js';
+import {
+  benchBroker,
+  benchKeyOf,
+  createBenchTopics,
+  defaultData,
+  kafkaOf,
+  keyedOrganizations,
+  publishBenchData,
+  root,
+  startServiceProcess,
+  waitFor,
+  type BenchData,
+  type ServiceProcess,
+} from './lib.js';
+
+const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
+const seconds = Number(process.env['BENCH_API_SECONDS'] ?? 10);
+const data: BenchData = {
+  ...defaultData,
+  orders,
+  largeOrganizationOrders: Math.round(orders / 5),
+  organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
+};
+
+const log = (line: string): void =>
+  console.error(`[replicas ${new Date().toISOString().slice(11, 19)}] ${line}`);
+
+/** Runs a CLI command of the service against `dataDir`; resolves with its stdout. */
+function cli(
+  brokers: string,
+  topics: Record<TopicRole, string>,
+  dataDir: string,
+  args: string[],
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), ...args], {
+      cwd: root,
+      env: loopbackServiceEnv({
+        brokers,
+        groupId: `bench-cli-${Date.now()}`,
+        topics,
+        dataDir,
+        logLevel: 'warn',
+      }),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('exit', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+    );
+  });
+}
+
+/** Starts the service on `dataDir` and resolves once /readyz answers 200: the time to ready. */
+async function startUntilReady(
+  brokers: string,
+  topics: Record<TopicRole, string>,
+  dataDir: string,
+): Promise<{ service: ServiceProcess; ms: number }> {
+  const started = Date.now();
+  const service = await startServiceProcess(brokers, topics, dataDir);
+  let lastLog = Date.now();
+  await waitFor(
+    async () => {
+      const ready = await fetch(`http://127.0.0.1:${service.adminPort}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (!ready && Date.now() - lastLog > 10_000) {
+        lastLog = Date.now();
+        log(`not ready yet after ${Math.round((Date.now() - started) / 1000)} s`);
+      }
+      return ready;
+    },
+    60 * 60_000,
+    200,
+  );
+  return { service, ms: Date.now() - started };
+}
+
+async function cannon(
+  url: string,
+  request: () => { path?: string; headers: Record<string, string> },
+): Promise<{ rps: number; p99: number; statuses: Record<string, number> }> {
+  const run = (duration: number): Promise<autocannon.Result> =>
+    autocannon({
+      url,
+      connections: 10,
+      duration,
+      requests: [
+        {
+          setupRequest: (r) => {
+            const next = request();
+            return {
+              ...r,
+              ...(next.path === undefined ? {} : { path: next.path }),
+              headers: { ...r.headers, ...next.headers },
+            };
+          },
+        },
+      ],
+    });
+  await run(Math.min(3, seconds));
+  const result = await run(seconds);
+  const statuses: Record<string, number> = {};
+  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stats.count ?? 0;
+  return { rps: Math.round(result.requests.average), p99: result.latency.p99, statuses };
+}
+
+async function main(): Promise<void> {
+  const broker = await benchBroker();
+  const dir = mkdtempSync(join(tmpdir(), 'bench-replicas-'));
+  const services: ServiceProcess[] = [];
+  try {
+    const kafka = kafkaOf(broker.brokers);
+    const topics = await createBenchTopics(kafka, `bench-replicas-${Date.now()}`);
+    log(`publishing ${orders} orders`);
+    const produced = await publishBenchData(kafka, topics, data);
+    log(`published ${produced.messages} messages in ${(produced.ms / 1000).toFixed(1)} s`);
+
+    log('replica 1: replays every topic from the start');
+    const replay = await startUntilReady(broker.brokers, topics, join(dir, 'replica-1'));
+    services.push(replay.service);
+    log(`replica 1 ready after ${(replay.ms / 1000).toFixed(1)} s`);
+
+    const snapshotFile = join(dir, 'snapshot.sqlite');
+    let t = Date.now();
+    await cli(broker.brokers, topics, join(dir, 'replica-1'), ['snapshot', '--to', snapshotFile]);
+    const snapshotMs = Date.now() - t;
+    const snapshotMb = Math.round(statSync(snapshotFile).size / 1024 / 1024);
+    log(`snapshot of ${snapshotMb} MB taken in ${(snapshotMs / 1000).toFixed(1)} s while replica 1 serves`);
+    t = Date.now();
+    await cli(broker.brokers, topics, join(dir, 'replica-2'), ['snapshot', '--restore', snapshotFile]);
+    const restoreMs = Date.now() - t;
+    const restored = await startUntilReady(broker.brokers, topics, join(dir, 'replica-2'));
+    services.push(restored.service);
+    log(
+      `replica 2 ready ${(restored.ms / 1000).toFixed(1)} s after its start (restore took ${(restoreMs / 1000).toFixed(1)} s)`,
+    );
+    await restored.service.stop();
+
+    // Polling: the bare Fastify baseline, the poll without a tag, the poll with the current tag.
+    const port = await freePort();
+    const baseline = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'bench', 'baseline-server.ts'), String(port)],
+      {
+        cwd: root,
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    await new Promise<void>((resolve) => baseline.stdout.once('data', () => resolve()));
+    const bare = await cannon(`http://127.0.0.1:${port}/constant`, () => ({ headers: {} }));
+    baseline.kill('SIGTERM');
+    const api = `http://127.0.0.1:${replay.service.httpPort}${API_PREFIX}`;
+    const keyed = keyedOrganizations(data);
+    const tags = new Map<number, string>();
+    for (const org of keyed) {
+      const answer = await fetch(`${api}/orders?limit=50`, {
+        headers: { authorization: `Bearer ${benchKeyOf(org)}` },
+      });
+      await answer.arrayBuffer();
+      tags.set(org, answer.headers.get('etag') ?? '');
+    }
+    const randomOrg = (): number => keyed[Math.floor(Math.random() * keyed.length)]!;
+    const plain = await cannon(`${api}/orders?limit=50`, () => ({
+      headers: { authorization: `Bearer ${benchKeyOf(randomOrg())}` },
+    }));
+    const conditional = await cannon(`${api}/orders?limit=50`, () => {
+      const org = randomOrg();
+      return { headers: { authorization: `Bearer ${benchKeyOf(org)}`, 'if-none-match': tags.get(org)! } };
+    });
+
+    const lines = [
+      `replicas and polling, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,
+      '',
+      '| figure | value | baseline (same run) | ratio |',
+      '|---|---|---|---|',
+      `| new replica, full replay: start to ready | ${(replay.ms / 1000).toFixed(1)} s | | |`,
+      `| snapshot --to on the serving replica | ${(snapshotMs / 1000).toFixed(1)} s, ${snapshotMb} MB | | |`,
+      `| new replica from the snapshot: restore + start to ready | ${((restoreMs + restored.ms) / 1000).toFixed(1)} s (restore ${(restoreMs / 1000).toFixed(1)} s) | ${(replay.ms / 1000).toFixed(1)} s full replay | ${((restoreMs + restored.ms) / replay.ms).toFixed(3)} |`,
+      `| bare Fastify, constant JSON | ${bare.rps} req/s, p99 ${bare.p99} ms | | |`,
+      `| GET /orders?limit=50, random organizations, no tag | ${plain.rps} req/s, p99 ${plain.p99} ms, ${JSON.stringify(plain.statuses)} | ${bare.rps} req/s bare | ${(plain.rps / bare.rps).toFixed(3)} |`,
+      `| the same with If-None-Match of the current tag (304) | ${conditional.rps} req/s, p99 ${conditional.p99} ms, ${JSON.stringify(conditional.statuses)} | ${bare.rps} req/s bare | ${(conditional.rps / bare.rps).toFixed(3)} (goal ≥ 0.7) |`,
+    ];
+    console.log(lines.join('\n'));
+  } finally {
+    for (const service of services) await service.stop().catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+    await broker.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
