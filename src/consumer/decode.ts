@@ -10,7 +10,7 @@ import {
   type EventType,
   type TopicRole,
 } from '../../schemas/events.js';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { RawMessage } from '../kafka/port.js';
 
 export type DeadLetterReason =
@@ -44,7 +44,29 @@ export function decodeBatch(role: TopicRole, messages: readonly RawMessage[]): D
   return messages.map((message) => ({ ...message, decoded: decodeEvent(role, message.value) }));
 }
 
+/** The schemas a decoder checks a message against: the envelope, then the payload of its type. */
+export interface EventSchemas {
+  envelope: typeof EventEnvelope;
+  data: typeof eventDataSchemas;
+}
+
+/**
+ * The same schemas compiled by zod (`z.compile`): a generated parser runs first and hands anything
+ * it does not accept to zod's own parser, so results and error texts are zod's, at a fraction of the
+ * cost per event (test/consumer/decode.property.unit.test.ts checks both agree).
+ */
+export const compiledEventSchemas: EventSchemas = {
+  envelope: z.compile(EventEnvelope),
+  data: Object.fromEntries(
+    Object.entries(eventDataSchemas).map(([type, schema]) => [type, z.compile(schema)]),
+  ) as unknown as typeof eventDataSchemas,
+};
+
 export function decodeEvent(role: TopicRole, value: Buffer | null): Decoded {
+  return decodeEventWith(compiledEventSchemas, role, value);
+}
+
+export function decodeEventWith(schemas: EventSchemas, role: TopicRole, value: Buffer | null): Decoded {
   if (value === null || value.length === 0)
     return { ok: false, reason: 'empty_value', detail: 'message has no value' };
   let text: string;
@@ -59,7 +81,7 @@ export function decodeEvent(role: TopicRole, value: Buffer | null): Decoded {
   } catch (error) {
     return { ok: false, reason: 'invalid_json', detail: error instanceof Error ? error.message : 'not JSON' };
   }
-  const envelope = EventEnvelope.safeParse(json);
+  const envelope = schemas.envelope.safeParse(json);
   if (!envelope.success)
     return { ok: false, reason: 'invalid_envelope', detail: describeIssues(envelope.error) };
   const type = envelope.data.type;
@@ -70,7 +92,7 @@ export function decodeEvent(role: TopicRole, value: Buffer | null): Decoded {
     return { ok: false, reason: 'wrong_topic', detail: `"${type}" does not belong on the ${role} topic` };
   }
   // The envelope is valid already: only the payload is left to check, against its type's schema.
-  const data = eventDataSchemas[type as EventType].safeParse(envelope.data.data);
+  const data = schemas.data[type as EventType].safeParse(envelope.data.data);
   if (!data.success) {
     return { ok: false, reason: 'invalid_payload', detail: describeIssues(data.error, ['data']) };
   }
