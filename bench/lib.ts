@@ -78,6 +78,7 @@ export async function publishBenchData(
   topics: Record<TopicRole, string>,
   data: BenchData,
   firstOrderId = 1,
+  progress: { published: number } = { published: 0 },
 ): Promise<{ messages: number; ms: number }> {
   const producer = kafka.producer({
     createPartitioner: Partitioners.DefaultPartitioner,
@@ -109,6 +110,7 @@ export async function publishBenchData(
     largestOrganizationOrders: firstOrderId === 1 ? data.largeOrganizationOrders : 0,
   })) {
     await publisher.add(event);
+    progress.published = publisher.published;
   }
   await publisher.flush();
   await producer.disconnect();
@@ -159,6 +161,7 @@ export async function rawConsume(
   topics: Record<TopicRole, string>,
   total: number,
   handle: (messages: RawMessages) => void = () => undefined,
+  progress: { seen: number } = { seen: 0 },
 ): Promise<{ ms: number }> {
   const consumer = kafka.consumer({ groupId: `bench-raw-${Date.now()}` });
   await consumer.connect();
@@ -172,6 +175,7 @@ export async function rawConsume(
       if (first === 0) first = Date.now();
       handle(batch.messages);
       seen += batch.messages.length;
+      progress.seen = seen;
       if (seen >= total) finish();
       return Promise.resolve();
     },

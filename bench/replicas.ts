@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { freePort } from '../scripts/local-kafka.js';
+import { appliedMessages } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/events.js';
@@ -157,7 +158,9 @@ async function main(): Promise<void> {
     );
     await restored.service.stop();
 
-    // Polling: the bare Fastify baseline, the poll without a tag, the poll with the current tag.
+    // Polling, once replica 1 has applied everything (ready means lag under the threshold): the bare
+    // Fastify baseline, the poll with the current tag, the poll without one.
+    await waitFor(() => appliedMessages(join(dir, 'replica-1')) >= produced.messages, 10 * 60_000, 500);
     const port = await freePort();
     const baseline = spawn(
       process.execPath,

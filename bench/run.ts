@@ -6,10 +6,12 @@
  * BENCH_COMPRESSION (codec of the produced batches: none, gzip, snappy, lz4, zstd; default none).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
 import { freePort } from '../scripts/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../scripts/model-progress.js';
 import { loopbackServiceEnv } from '../scripts/service-env.js';
@@ -35,6 +37,7 @@ import {
   waitFor,
   type BenchData,
 } from './lib.js';
+import { counterProbe, note, phase } from './progress.js';
 
 export interface Figure {
   name: string;
@@ -44,12 +47,39 @@ export interface Figure {
   target?: string;
 }
 
+/** The figures of a run in machine-readable form (bench/results/<UTC date-time>.json). */
+export interface Results {
+  ingest: {
+    rawEventsPerSecond?: number;
+    decodeEventsPerSecond?: number;
+    decodeInsertEventsPerSecond?: number;
+    projectorEventsPerSecond?: number;
+  };
+  rebuild: { eventsPerSecond?: number; secondsPerMillion?: number };
+  api: {
+    barefastifyRps?: number;
+    stackCeilingOrdersRps?: number;
+    ordersRps?: number;
+    ordersP99Ms?: number;
+    deepOffsetP50Ms?: number;
+    largeSmallMeanRatio?: number;
+    stackCeilingArticlesRps?: number;
+    articlesRps?: number;
+    articlesP99Ms?: number;
+    ordersRpsWhileIngesting?: number;
+  };
+  peakRssMb?: number;
+  /** messages in the topics */
+  messages?: number;
+}
+
 interface Context {
   brokers: string;
   topics: Record<TopicRole, string>;
   data: BenchData;
   messages: number;
   dir: string;
+  results: Results;
 }
 
 async function setUp(
@@ -58,7 +88,12 @@ async function setUp(
   const broker = await benchBroker();
   const kafka = kafkaOf(broker.brokers);
   const topics = await createBenchTopics(kafka, `bench-${Date.now()}`);
-  const produced = await publishBenchData(kafka, topics, data);
+  const publishing = { published: 0 };
+  const produced = await phase(
+    `publish ${data.orders} orders`,
+    () => publishBenchData(kafka, topics, data, 1, publishing),
+    () => `${publishing.published} messages`,
+  );
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
   const figures: Figure[] = [
     {
@@ -68,7 +103,14 @@ async function setUp(
     { name: 'produce', value: `${rate(produced.messages, produced.ms)} msg/s` },
   ];
   return {
-    ctx: { brokers: broker.brokers, topics, data, messages: produced.messages, dir },
+    ctx: {
+      brokers: broker.brokers,
+      topics,
+      data,
+      messages: produced.messages,
+      dir,
+      results: { ingest: {}, rebuild: {}, api: {}, messages: produced.messages },
+    },
     figures,
     close: async () => {
       rmSync(dir, { recursive: true, force: true });
@@ -81,17 +123,36 @@ async function setUp(
 export async function benchIngest(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
   const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
-  const raw = await rawConsume(kafka, ctx.topics, total);
-  const parsed = await rawConsume(kafka, ctx.topics, total, parseEveryValue);
+  const consumed = (name: string, handle?: Parameters<typeof rawConsume>[3]): Promise<{ ms: number }> => {
+    const progress = { seen: 0 };
+    return phase(
+      name,
+      () => rawConsume(kafka, ctx.topics, total, handle, progress),
+      counterProbe('events', () => progress.seen, total),
+    );
+  };
+  const raw = await consumed('ingest (a) raw kafkajs consumer');
+  const parsed = await consumed('ingest (a2) raw consumer + JSON.parse', parseEveryValue);
   const minimal = minimalProjector(ctx.dir);
-  const written = await rawConsume(kafka, ctx.topics, total, minimal.handle);
+  const written = await consumed('ingest (a3) raw consumer + JSON.parse + one row per event', minimal.handle);
   minimal.close();
   const dataDir = join(ctx.dir, 'data');
   const service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
-  const projected = await timeIngest(dataDir, total, 30 * 60_000);
+  const projected = await phase(
+    'ingest (b) the service projects every topic',
+    () => timeIngest(dataDir, total, 30 * 60_000),
+    counterProbe('events', () => appliedMessages(dataDir), total),
+  );
   const rss = service.peakRssMb();
   await service.stop();
   const a = rate(total, raw.ms);
+  Object.assign(ctx.results.ingest, {
+    rawEventsPerSecond: a,
+    decodeEventsPerSecond: rate(total, parsed.ms),
+    decodeInsertEventsPerSecond: rate(total, written.ms),
+    projectorEventsPerSecond: rate(total, projected.ms),
+  });
+  ctx.results.peakRssMb = Math.max(ctx.results.peakRssMb ?? 0, rss);
   const againstRaw = (name: string, eventsPerSecond: number, target: string): Figure => ({
     name: `ingest ${name}`,
     value: `${eventsPerSecond} events/s`,
@@ -120,8 +181,11 @@ export async function benchIngest(ctx: Context): Promise<Figure[]> {
 export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   const kafka = kafkaOf(ctx.brokers);
   const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
-  const raw = await rawConsume(kafka, ctx.topics, total);
+  const raw = await phase('rebuild baseline: raw kafkajs consumer', () =>
+    rawConsume(kafka, ctx.topics, total),
+  );
   const started = Date.now();
+  note('rebuild: the CLI replays every topic (its own progress follows)');
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn(
       process.execPath,
@@ -133,13 +197,17 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
           groupId: `bench-rebuild-${Date.now()}`,
           topics: ctx.topics,
           dataDir: join(ctx.dir, 'rebuild'),
-          logLevel: 'warn',
+          logLevel: 'info',
         }),
         stdio: ['ignore', 'pipe', 'inherit'],
       },
     );
     let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      // its progress lines, as the run's progress
+      process.stderr.write(chunk);
+    });
     child.on('exit', (code) =>
       code === 0 ? resolve(out) : reject(new Error(`rebuild exited ${code}: ${out}`)),
     );
@@ -151,6 +219,7 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   const per1M = (seconds / events) * 1_000_000;
   const a = rate(total, raw.ms);
   const r = rate(events, seconds * 1000);
+  Object.assign(ctx.results.rebuild, { eventsPerSecond: r, secondsPerMillion: per1M });
   return [
     {
       name: 'rebuild (whole command, incl. group join)',
@@ -180,8 +249,12 @@ async function cannon(
   load: Load,
   seconds: ApiSeconds,
 ): Promise<{ rps: number; mean: number; p50: number; p99: number; non2xx: number; errors: number }> {
+  note(`api (${load.name}): ${seconds.warmUp} s warm-up, then ${seconds.measure} s measured: ${load.url}`);
   if (seconds.warmUp > 0) await autocannonRun(load, seconds.warmUp);
   const result = await autocannonRun(load, seconds.measure);
+  note(
+    `api (${load.name}): ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx} non-2xx`,
+  );
   return {
     rps: Math.round(result.requests.average),
     mean: result.latency.mean,
@@ -219,7 +292,11 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const dataDir = join(ctx.dir, 'data');
   let service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const total = await topicEndOffsets(endOffsetsVia(kafkaOf(ctx.brokers)), Object.values(ctx.topics));
-  await waitFor(() => appliedMessages(dataDir) >= total, 30 * 60_000);
+  await phase(
+    'api: the service catches up on the model left by ingest',
+    () => waitFor(() => appliedMessages(dataDir) >= total, 30 * 60_000),
+    counterProbe('events', () => appliedMessages(dataDir), total),
+  );
 
   const keyed = keyedOrganizations(ctx.data);
   const randomKey = (): string => benchKeyOf(keyed[Math.floor(Math.random() * keyed.length)]!);
@@ -236,6 +313,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
       ...(target === undefined ? {} : { target }),
     });
   };
+  ctx.results.api.barefastifyRps = a.rps;
   figures.push({
     name: 'api (a) bare Fastify constant JSON',
     value: `${a.rps} req/s, mean ${a.mean.toFixed(2)} ms, p50 ${a.p50} ms, p99 ${a.p99} ms`,
@@ -245,22 +323,26 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     seconds,
   );
   row('(a2) this service, reads answered by constants: /orders?limit=50', ceilingB, 'ceiling of (b)');
+  ctx.results.api.stackCeilingOrdersRps = ceilingB.rps;
   const ceilingE = await cannon(
     { name: 'a2', url: `${api(ceiling.port)}/orders/1/articles`, key: () => benchKeyOf(1) },
     seconds,
   );
   row('(a2) this service, reads answered by constants: /orders/{id}/articles', ceilingE, 'ceiling of (e)');
+  ctx.results.api.stackCeilingArticlesRps = ceilingE.rps;
   ceiling.child.kill('SIGTERM');
   const b = await cannon(
     { name: 'b', url: `${api(service.httpPort)}/orders?limit=50`, key: randomKey },
     seconds,
   );
-  row('(b) /orders?limit=50, random organizations', b, '≥ 0.5 × (a), p99 ≤ 10 ms');
+  row('(b) /orders?limit=50, random organizations', b, '≥ 0.6 × (a2), p99 ≤ 10 ms');
+  Object.assign(ctx.results.api, { ordersRps: b.rps, ordersP99Ms: b.p99 });
   const c = await cannon(
     { name: 'c', url: `${api(service.httpPort)}/orders?limit=50&offset=100000`, key: () => benchKeyOf(1) },
     seconds,
   );
   row('(c) /orders?limit=50&offset=100000, large organization', c, 'p50 ≤ 20 ms');
+  ctx.results.api.deepOffsetP50Ms = c.p50;
   const dLarge = await cannon(
     { name: 'd', url: `${api(service.httpPort)}/orders?status=finished`, key: () => benchKeyOf(1) },
     seconds,
@@ -278,11 +360,14 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     ratio: dLarge.mean / dSmall.mean,
     target: '≤ 1.5',
   });
-  const largest = ctx.data.largeOrganizationOrders;
-  const randomOrder = (): string =>
-    `${API_PREFIX}/orders/${1 + Math.floor(Math.random() * Math.max(1, largest))}/articles`;
+  ctx.results.api.largeSmallMeanRatio = dLarge.mean / dSmall.mean;
   const modelFile = new ModelFiles(dataDir).currentFile();
   if (modelFile === null) throw new Error(`the service left no model file in ${dataDir}`);
+  // (e) asks for listed orders of the large organization only: an answer with articles, not a 404.
+  const listed = listedOrdersOf(modelFile, 1);
+  if (listed.length === 0) throw new Error('organization 1 has no listed order');
+  const randomOrder = (): string =>
+    `${API_PREFIX}/orders/${listed[Math.floor(Math.random() * listed.length)]!}/articles`;
   /** A ceiling of (e) that reads the model file (`read`: see app-ceiling-server.ts); its req/s. */
   const fileCeiling = async (name: string, read: 'order' | 'articles', label: string): Promise<number> => {
     const server = await startBenchServer('app-ceiling-server.ts', modelFile, read);
@@ -313,17 +398,23 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     },
     seconds,
   );
-  row('(e) /orders/{id}/articles, large organization', e, '≥ 0.7 × (a)');
+  row(`(e) /orders/{id}/articles, large organization, its ${listed.length} listed orders`, e, '≥ 0.8 × (a2)');
+  Object.assign(ctx.results.api, { articlesRps: e.rps, articlesP99Ms: e.p99 });
   // A layout that found the order and its articles at the cost of one point lookup (a3) would still
   // build and send the answer: what (e) spends beyond reading its rows (a4).
+  // When (e) comes within the noise of (a4) the difference says nothing, and the bound is left out.
   const bestLayout = 1 / (1 / orderRead + 1 / e.rps - 1 / answerRead);
-  figures.push({
-    name: 'api (e) bound for any layout of the model file: (a3) plus what (e) spends beyond (a4), per request',
-    value: `${Math.round(bestLayout)} req/s`,
-    baseline: `${a.rps} req/s`,
-    ratio: bestLayout / a.rps,
-    target: 'the most (e) can reach reading the file',
-  });
+  if (Number.isFinite(bestLayout) && bestLayout > 0) {
+    figures.push({
+      name: 'api (e) bound for any layout of the model file: (a3) plus what (e) spends beyond (a4), per request',
+      value: `${Math.round(bestLayout)} req/s`,
+      baseline: `${a.rps} req/s`,
+      ratio: bestLayout / a.rps,
+      target: 'the most (e) can reach reading the file',
+    });
+  } else {
+    note('api (e): within the noise of (a4); no bound for other layouts');
+  }
 
   // (f): (b) while the service catches up on new events.
   await service.stop();
@@ -348,9 +439,11 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     value: `${f.rps} req/s, mean ${f.mean.toFixed(2)} ms, p50 ${f.p50} ms, p99 ${f.p99} ms; ${during} of ${produced.messages} new events applied during the run`,
     baseline: `${b.rps} req/s idle (b)`,
     ratio: f.rps / b.rps,
-    target: '≥ 0.7 × idle',
+    target: '≥ 0.8 × idle',
   });
+  ctx.results.api.ordersRpsWhileIngesting = f.rps;
   await waitFor(() => appliedMessages(dataDir) >= target, 30 * 60_000);
+  ctx.results.peakRssMb = Math.max(ctx.results.peakRssMb ?? 0, service.peakRssMb());
   figures.push({
     name: 'service peak RSS (model + API + ingest)',
     value: `${service.peakRssMb()} MB`,
@@ -359,6 +452,42 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   await service.stop();
   baseline.child.kill('SIGTERM');
   return figures;
+}
+
+function sqliteVersion(): string {
+  const db = new Database(':memory:');
+  try {
+    return db.prepare('SELECT sqlite_version()').pluck().get() as string;
+  } finally {
+    db.close();
+  }
+}
+
+/** The installed versions of the libraries the figures depend on. */
+function dependencyVersions(): Record<string, string> {
+  return Object.fromEntries(
+    ['kafkajs', 'fastify', 'better-sqlite3', 'zod', 'autocannon'].map((name) => [
+      name,
+      (
+        JSON.parse(readFileSync(join(root, 'node_modules', name, 'package.json'), 'utf8')) as {
+          version: string;
+        }
+      ).version,
+    ]),
+  );
+}
+
+/** The listed orders of an organization, read from a model file. */
+function listedOrdersOf(modelFile: string, orgId: number): number[] {
+  const db = new Database(modelFile, { readonly: true });
+  try {
+    return db
+      .prepare('SELECT order_id FROM orders WHERE org_id = ? AND listed_status IS NOT NULL')
+      .pluck()
+      .all(orgId) as number[];
+  } finally {
+    db.close();
+  }
 }
 
 /** A bench-only HTTP server from bench/ on a free loopback port, once it listens. */
@@ -396,7 +525,7 @@ export async function runBench(
   data: BenchData,
   apiSeconds: ApiSeconds,
   newEvents: number,
-): Promise<Figure[]> {
+): Promise<{ figures: Figure[]; results: Results }> {
   const { ctx, close, figures } = await setUp(data);
   try {
     if (which === 'ingest' || which === 'all' || which === 'api') {
@@ -408,7 +537,7 @@ export async function runBench(
   } finally {
     await close();
   }
-  return figures;
+  return { figures, results: ctx.results };
 }
 
 const isMain =
@@ -436,9 +565,34 @@ if (isMain) {
     },
     Number(process.env['BENCH_NEW_EVENTS'] ?? 1_000_000),
   )
-    .then((figures) => {
+    .then(({ figures, results }) => {
       console.log(`\n${which} benchmark, ${started.toISOString()}, Node ${process.version}\n`);
       console.log(printFigures(figures));
+      if (which === 'all') {
+        const file = join(root, 'bench', 'results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
+        mkdirSync(dirname(file), { recursive: true });
+        const cpu = cpus();
+        const record = {
+          startedAt: started.toISOString(),
+          finishedAt: new Date().toISOString(),
+          command: `npm run bench (${process.argv.slice(1).join(' ')})`,
+          environment: Object.fromEntries(
+            Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')),
+          ),
+          machine: {
+            cpus: cpu.length,
+            cpuModel: cpu[0]?.model ?? 'unknown',
+            memoryGiB: Math.round(totalmem() / 2 ** 30),
+            platform: `${process.platform} ${process.arch}`,
+          },
+          versions: { node: process.version, sqlite: sqliteVersion(), ...dependencyVersions() },
+          data: { ...data, messages: results.messages },
+          ...results,
+          figures,
+        };
+        writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
+        console.log(`\nresults: ${file}`);
+      }
     })
     .catch((error: unknown) => {
       console.error(error);

@@ -5,7 +5,7 @@ import { runBench } from '../../bench/run.js';
 describe('benchmarks (smoke)', () => {
   it('ingest, rebuild and API benchmarks run on a small data set and report every figure with its baseline', async () => {
     process.env['KAFKA_BROKERS'] = inject('kafkaBrokers');
-    const figures = await runBench(
+    const { figures, results } = await runBench(
       'all',
       { orders: 1500, organizations: 20, largeOrganizationOrders: 300, seed: 1 },
       { measure: 1, warmUp: 1 },
@@ -33,6 +33,29 @@ describe('benchmarks (smoke)', () => {
         names.some((n) => n.startsWith(expected)),
         expected,
       ).toBe(true);
+    }
+    // What bench/results/*.json records: every figure as a number.
+    const numbers: Record<string, number | undefined> = {
+      ...Object.fromEntries(Object.entries(results.ingest).map(([k, v]) => [`ingest.${k}`, v])),
+      ...Object.fromEntries(Object.entries(results.rebuild).map(([k, v]) => [`rebuild.${k}`, v])),
+      ...Object.fromEntries(Object.entries(results.api).map(([k, v]) => [`api.${k}`, v])),
+      peakRssMb: results.peakRssMb,
+    };
+    for (const field of [
+      'ingest.rawEventsPerSecond',
+      'ingest.decodeInsertEventsPerSecond',
+      'ingest.projectorEventsPerSecond',
+      'rebuild.eventsPerSecond',
+      'api.barefastifyRps',
+      'api.stackCeilingOrdersRps',
+      'api.ordersRps',
+      'api.ordersP99Ms',
+      'api.stackCeilingArticlesRps',
+      'api.articlesRps',
+      'api.ordersRpsWhileIngesting',
+      'peakRssMb',
+    ]) {
+      expect(numbers[field], field).toBeTypeOf('number');
     }
     for (const figure of figures.filter((f) => f.baseline !== undefined)) {
       expect(figure.ratio, figure.name).toBeGreaterThan(0);
