@@ -15,8 +15,12 @@ export interface ApiResponse {
 }
 
 export interface TestApi {
+  /** the listening address (with `listen: true` only; the rule tests need no socket) */
   baseUrl: string;
+  /** GET `path` under the API prefix, through `app.inject` */
   get(path: string, key?: string | null, headers?: Record<string, string>): Promise<ApiResponse>;
+  /** GET an absolute path (outside the API prefix), through `app.inject` */
+  getRaw(path: string, key?: string | null): Promise<ApiResponse>;
   apply(...events: DomainEvent[]): void;
   close(): Promise<void>;
 }
@@ -32,12 +36,13 @@ export const issueKeyOf = (orgId: number, at?: string): DomainEvent =>
   );
 
 /**
- * The API listening on a loopback port over a read model filled by projecting
- * `events` (through the same writer the consumer uses). Closed after the file.
+ * The API over a read model filled by projecting `events` (through the same writer the consumer
+ * uses), answering through `app.inject`: no socket, no broker. `listen: true` also opens a loopback
+ * port (`baseUrl`) for tests that need real HTTP. Closed after the file.
  */
 export async function startTestApi(
   events: readonly DomainEvent[],
-  options: { logger?: Logger; register?: boolean } = {},
+  options: { logger?: Logger; register?: boolean; listen?: boolean } = {},
 ): Promise<TestApi> {
   const model = memoryReadModel();
   model.apply(...events);
@@ -46,10 +51,30 @@ export async function startTestApi(
     readerOf: () => reader,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  const baseUrl = `http://127.0.0.1:${address.port}${API_PREFIX}`;
+  let baseUrl = '';
+  if (options.listen === true) {
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('no address');
+    baseUrl = `http://127.0.0.1:${address.port}${API_PREFIX}`;
+  }
+  const getRaw = async (path: string, key: string | null = null, headers: Record<string, string> = {}) => {
+    const response = await app.inject({
+      method: 'GET',
+      url: path,
+      headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers },
+    });
+    const answerHeaders = new Headers();
+    for (const [name, value] of Object.entries(response.headers)) {
+      if (value !== undefined)
+        answerHeaders.set(name, Array.isArray(value) ? value.join(', ') : String(value));
+    }
+    return {
+      status: response.statusCode,
+      headers: answerHeaders,
+      body: response.body === '' ? null : (JSON.parse(response.body) as unknown),
+    };
+  };
   const close = async (): Promise<void> => {
     await app.close();
     model.db.close();
@@ -59,16 +84,7 @@ export async function startTestApi(
     baseUrl,
     apply: model.apply,
     close,
-    async get(path, key = null, headers = {}) {
-      const response = await fetch(`${baseUrl}${path}`, {
-        headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers },
-      });
-      const text = await response.text();
-      return {
-        status: response.status,
-        headers: response.headers,
-        body: text === '' ? null : JSON.parse(text),
-      };
-    },
+    get: (path, key = null, headers = {}) => getRaw(`${API_PREFIX}${path}`, key, headers),
+    getRaw: (path, key = null) => getRaw(path, key),
   };
 }

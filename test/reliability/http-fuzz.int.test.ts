@@ -13,13 +13,16 @@ import { articlePublished, orderCreated } from '../helpers/events.js';
 const runs = Number(process.env['FUZZ_RUNS'] ?? 1000);
 const OWN_ORDER = 7;
 
-const api = await startTestApi([
-  issueKeyOf(1),
-  issueKeyOf(2),
-  orderCreated({ order_id: OWN_ORDER, organization_id: 1 }),
-  orderCreated({ order_id: 8, organization_id: 2 }),
-  articlePublished({ article_id: 1, order_id: OWN_ORDER }),
-]);
+const api = await startTestApi(
+  [
+    issueKeyOf(1),
+    issueKeyOf(2),
+    orderCreated({ order_id: OWN_ORDER, organization_id: 1 }),
+    orderCreated({ order_id: 8, organization_id: 2 }),
+    articlePublished({ article_id: 1, order_id: OWN_ORDER }),
+  ],
+  { listen: true },
+);
 
 const text = fc.oneof(
   fc.constantFrom(

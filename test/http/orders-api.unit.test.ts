@@ -274,13 +274,12 @@ describe('DESIGN decisions', () => {
   });
 
   it('unknown route: 401 without a valid key (authentication comes first), else a 404 Error object', async () => {
-    const url = `${api.baseUrl.replace('/api/external-api/v1', '')}/nowhere`;
-    const anonymous = await fetch(url);
+    const anonymous = await api.getRaw('/nowhere');
     expect(anonymous.status).toBe(401);
-    expect(((await anonymous.json()) as { error: string }).error).toBe('Unauthorized');
-    const response = await fetch(url, { headers: { authorization: `Bearer ${keyOf(1)}` } });
+    expect((anonymous.body as { error: string }).error).toBe('Unauthorized');
+    const response = await api.getRaw('/nowhere', keyOf(1));
     expect(response.status).toBe(404);
-    expect(await response.json()).toEqual({ error: 'Not Found', message: 'No route GET /nowhere.' });
+    expect(response.body).toEqual({ error: 'Not Found', message: 'No route GET /nowhere.' });
   });
 
   it('unexpected failure: 500 Error object without internals, and the log has the error', async () => {
