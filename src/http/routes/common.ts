@@ -1,0 +1,14 @@
+/** What both endpoints' schemas share: the 304 and the errors every secured route may answer. */
+import { z } from 'zod';
+import { ErrorBody } from '../../../schemas/api.js';
+
+export const notModifiedResponse = z
+  .null()
+  .describe(
+    'Not Modified: If-None-Match names the current ETag (weak comparison; a list of tags and `*` are accepted). No body.',
+  );
+
+export const securedErrorResponses = {
+  401: ErrorBody.describe('Missing, malformed, unknown or revoked API key'),
+  429: ErrorBody.describe('Too many requests'),
+};

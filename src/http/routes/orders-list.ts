@@ -1,0 +1,92 @@
+/** GET /orders: one page of the organization's listed orders (SPEC "List orders"), with its schemas and error texts. */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import {
+  ErrorBody,
+  LIMIT_DEFAULT,
+  LIMIT_MAX,
+  LIMIT_MIN,
+  ORDER_STATUS_FILTERS,
+  OrderList,
+  OrderListQuery,
+} from '../../../schemas/api.js';
+import type { ApiReads } from '../../read-model/reader.js';
+import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
+import { ApiError } from '../errors.js';
+import { notModifiedResponse, securedErrorResponses } from './common.js';
+
+const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
+
+/** The 422 answer for an invalid query parameter, by parameter (errors plugin: `config.queryErrors`). */
+export const orderListQueryErrors: Record<string, ApiError> = {
+  status: new ApiError(
+    422,
+    'Invalid status',
+    `status must be one of: ${ORDER_STATUS_FILTERS.map((s) => `\`${s}\``).join(', ')}.`,
+  ),
+  limit: new ApiError(
+    422,
+    'Invalid limit',
+    'limit must be a decimal integer (values outside 1–200 are clamped).',
+  ),
+  offset: new ApiError(
+    422,
+    'Invalid offset',
+    'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
+  ),
+};
+
+export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod {
+  return (app) => {
+    app.get(
+      '/orders',
+      {
+        config: { queryErrors: orderListQueryErrors },
+        schema: {
+          summary: "List the organization's orders",
+          description: 'Orders of all members of the organization, newest first (ties by id, descending).',
+          security: [{ bearerAuth: [] }],
+          querystring: OrderListQuery,
+          response: {
+            200: OrderList.describe(
+              'The page. Headers: `ETag` (weak, from the organization’s change counter), `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
+            ),
+            304: notModifiedResponse,
+            422: ErrorBody.describe('Invalid status, limit or offset'),
+            ...securedErrorResponses,
+          },
+        },
+      },
+      (request, reply) => {
+        const { status } = request.query;
+        const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
+        const offset = Math.max(0, request.query.offset ?? 0);
+        const reads = readerOf();
+        const tag = entityTag(
+          reads.modelIdentity(),
+          reads.orgChanges(request.orgId),
+          'o',
+          status,
+          limit,
+          offset,
+        );
+        setValidators(reply, tag);
+        if (notModified(request, tag)) {
+          sendNotModified(reply);
+          return;
+        }
+        const page = reads.orderPage({
+          orgId: request.orgId,
+          status: status === 'all' ? null : status,
+          limit,
+          offset,
+        });
+        void reply.header(
+          'link',
+          pageLinks(request.url.split('?')[0] ?? '', { limit, offset, status, total: page.total }),
+        );
+        return { data: page.orders, total: page.total, limit, offset };
+      },
+    );
+    return Promise.resolve();
+  };
+}
