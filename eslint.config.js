@@ -19,6 +19,14 @@ export default tseslint.config(
       '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
     },
   },
+  // Dependencies point one way (README, "Layout"): schemas <- projections <- src <- tools <- test, bench.
+  // (test/ may import bench/: its smoke test runs the benchmarks in miniature.)
+  ...layerRules([
+    { files: ['schemas/**/*.ts'], forbidden: ['projections', 'src', 'tools', 'test', 'bench', 'scripts'] },
+    { files: ['projections/**/*.ts'], forbidden: ['src', 'tools', 'test', 'bench', 'scripts'] },
+    { files: ['src/**/*.ts'], forbidden: ['tools', 'test', 'bench', 'scripts'] },
+    { files: ['tools/**/*.ts', 'scripts/**/*.ts'], forbidden: ['test', 'bench'] },
+  ]),
   {
     // Tests index into fixtures they just built; a failed assertion is the better error there.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
@@ -30,3 +38,21 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly' } },
   },
 );
+
+/** One `no-restricted-imports` rule per layer: imports of the folders it must not depend on fail lint. */
+function layerRules(layers) {
+  return layers.map(({ files, forbidden }) => ({
+    files,
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: forbidden.map((folder) => ({
+            regex: `^(\\.\\./)+${folder}/`,
+            message: `this folder may not import ${folder}/ (README, "Layout")`,
+          })),
+        },
+      ],
+    },
+  }));
+}
