@@ -1,21 +1,22 @@
 /** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { freePort, startLocalBroker, stopLocalBroker } from '../scripts/local-kafka.js';
-import { appliedMessages } from '../scripts/model-progress.js';
-import { loopbackServiceEnv } from '../scripts/service-env.js';
+import { createContractTopicSet, spawnServiceCommand, waitUntil } from '../tools/harness.js';
+import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafka.js';
+import { appliedMessages } from '../tools/model-progress.js';
+import { loopbackServiceEnv } from '../tools/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
 import { EventPublisher } from '../src/consumer/publish.js';
-import { demoEvents } from '../src/demo/data.js';
+import { demoEvents } from '../tools/demo-data.js';
 import { sha256Hex } from '../src/http/auth.js';
 import { codecNames, type CodecName } from '../src/kafka/codecs.js';
 import { endOffsetsVia, publishingVia } from '../test/helpers/kafkajs-port.js';
 
-export { endOffsetsVia };
+export { endOffsetsVia, waitUntil };
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -53,23 +54,13 @@ export function kafkaOf(brokers: string): Kafka {
 }
 
 export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<Record<TopicRole, string>> {
-  const topics = {
-    orders: `${prefix}.pr.orders`,
-    orderStatus: `${prefix}.pr.order-status`,
-    articles: `${prefix}.pr.articles`,
-    apiKeys: `${prefix}.pr.api-keys`,
-  };
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({
-      waitForLeaders: true,
-      topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
-    });
+    return await createContractTopicSet(admin, prefix);
   } finally {
     await admin.disconnect();
   }
-  return topics;
 }
 
 /** Publishes the data set (keys first) and returns how many messages and how long it took. */
@@ -204,22 +195,19 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const httpPort = await freePort();
   const adminPort = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), 'serve'], {
-    cwd: root,
-    stdio: ['ignore', 'ignore', 'inherit'],
-    env: {
-      ...loopbackServiceEnv({
-        brokers,
-        groupId: `bench-${Date.now()}`,
-        topics,
-        dataDir,
-        httpPort,
-        adminPort,
-        logLevel: 'warn',
-      }),
-      ...extraEnv,
-    },
-  });
+  const env = {
+    ...loopbackServiceEnv({
+      brokers,
+      groupId: `bench-${Date.now()}`,
+      topics,
+      dataDir,
+      httpPort,
+      adminPort,
+      logLevel: 'warn',
+    }),
+    ...extraEnv,
+  };
+  const child = spawnServiceCommand(['serve'], env, ['ignore', 'ignore', 'inherit']);
   const exited = new Promise<number | null>((r) => child.on('exit', r));
   const pid = child.pid ?? 0;
   const service: ServiceProcess = {
@@ -241,32 +229,21 @@ export async function startServiceProcess(
       }
     },
   };
-  await waitFor(async () => {
+  await waitUntil('the service answers /healthz', async () => {
     try {
       return (await fetch(`http://127.0.0.1:${adminPort}/healthz`)).ok;
     } catch {
       return false;
     }
-  }, 60_000);
+  });
   return service;
-}
-
-export async function waitFor(
-  check: () => Promise<boolean> | boolean,
-  timeoutMs: number,
-  intervalMs = 100,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
 }
 
 /** Time from the first applied message until `total` are applied. */
 export async function timeIngest(dataDir: string, total: number, timeoutMs: number): Promise<{ ms: number }> {
   let first = 0;
-  await waitFor(
+  await waitUntil(
+    'every message is applied',
     () => {
       const applied = appliedMessages(dataDir);
       if (first === 0 && applied > 0) first = Date.now();

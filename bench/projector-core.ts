@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import type { TopicRole } from '../schemas/events.js';
 import { messageKeyOf, topicRoleOf } from '../src/consumer/publish.js';
 import { decodeBatch } from '../src/consumer/decode.js';
-import { demoEvents } from '../src/demo/data.js';
+import { demoEvents } from '../tools/demo-data.js';
 import { openReadModel } from '../src/read-model/database.js';
 import { ReadModelWriter } from '../src/read-model/writer.js';
 import type { RawMessage } from '../src/kafka/port.js';

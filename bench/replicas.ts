@@ -11,9 +11,10 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { freePort } from '../scripts/local-kafka.js';
-import { appliedMessages } from '../scripts/model-progress.js';
-import { loopbackServiceEnv } from '../scripts/service-env.js';
+import { runServiceCommand } from '../tools/harness.js';
+import { freePort } from '../tools/local-kafka.js';
+import { appliedMessages } from '../tools/model-progress.js';
+import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
@@ -26,7 +27,7 @@ import {
   publishBenchData,
   root,
   startServiceProcess,
-  waitFor,
+  waitUntil,
   type BenchData,
   type ServiceProcess,
 } from './lib.js';
@@ -50,24 +51,14 @@ function cli(
   dataDir: string,
   args: string[],
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), ...args], {
-      cwd: root,
-      env: loopbackServiceEnv({
-        brokers,
-        groupId: `bench-cli-${Date.now()}`,
-        topics,
-        dataDir,
-        logLevel: 'warn',
-      }),
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.on('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
-    );
+  const env = loopbackServiceEnv({
+    brokers,
+    groupId: `bench-cli-${Date.now()}`,
+    topics,
+    dataDir,
+    logLevel: 'warn',
   });
+  return runServiceCommand(args, env);
 }
 
 /** Starts the service on `dataDir` and resolves once /readyz answers 200: the time to ready. */
@@ -79,7 +70,8 @@ async function startUntilReady(
   const started = Date.now();
   const service = await startServiceProcess(brokers, topics, dataDir);
   let lastLog = Date.now();
-  await waitFor(
+  await waitUntil(
+    '/readyz answers 200',
     async () => {
       const ready = await fetch(`http://127.0.0.1:${service.adminPort}/readyz`).then(
         (r) => r.ok,
@@ -160,7 +152,12 @@ async function main(): Promise<void> {
 
     // Polling, once replica 1 has applied everything (ready means lag under the threshold): the bare
     // Fastify baseline, the poll with the current tag, the poll without one.
-    await waitFor(() => appliedMessages(join(dir, 'replica-1')) >= produced.messages, 10 * 60_000, 500);
+    await waitUntil(
+      'replica 1 has applied every message',
+      () => appliedMessages(join(dir, 'replica-1')) >= produced.messages,
+      10 * 60_000,
+      500,
+    );
     const port = await freePort();
     const baseline = spawn(
       process.execPath,

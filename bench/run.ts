@@ -12,9 +12,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { freePort } from '../scripts/local-kafka.js';
-import { appliedMessages, topicEndOffsets } from '../scripts/model-progress.js';
-import { loopbackServiceEnv } from '../scripts/service-env.js';
+import { runServiceCommand } from '../tools/harness.js';
+import { freePort } from '../tools/local-kafka.js';
+import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
+import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
@@ -34,7 +35,7 @@ import {
   root,
   startServiceProcess,
   timeIngest,
-  waitFor,
+  waitUntil,
   type BenchData,
 } from './lib.js';
 import { counterProbe, note, phase } from './progress.js';
@@ -186,32 +187,18 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   );
   const started = Date.now();
   note('rebuild: the CLI replays every topic (its own progress follows)');
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'src', 'main.ts'), 'rebuild', '--no-promote'],
-      {
-        cwd: root,
-        env: loopbackServiceEnv({
-          brokers: ctx.brokers,
-          groupId: `bench-rebuild-${Date.now()}`,
-          topics: ctx.topics,
-          dataDir: join(ctx.dir, 'rebuild'),
-          logLevel: 'info',
-        }),
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
-    );
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      // its progress lines, as the run's progress
-      process.stderr.write(chunk);
-    });
-    child.on('exit', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`rebuild exited ${code}: ${out}`)),
-    );
-  });
+  const output = await runServiceCommand(
+    ['rebuild', '--no-promote'],
+    loopbackServiceEnv({
+      brokers: ctx.brokers,
+      groupId: `bench-rebuild-${Date.now()}`,
+      topics: ctx.topics,
+      dataDir: join(ctx.dir, 'rebuild'),
+      logLevel: 'info',
+    }),
+    // its progress lines, as the run's progress
+    (chunk) => process.stderr.write(chunk),
+  );
   const wallMs = Date.now() - started;
   const match = /Rebuilt (\d+) messages in ([\d.]+) s/.exec(output);
   const seconds = Number(match?.[2] ?? wallMs / 1000);
@@ -294,7 +281,12 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const total = await topicEndOffsets(endOffsetsVia(kafkaOf(ctx.brokers)), Object.values(ctx.topics));
   await phase(
     'api: the service catches up on the model left by ingest',
-    () => waitFor(() => appliedMessages(dataDir) >= total, 30 * 60_000),
+    () =>
+      waitUntil(
+        'the service has applied every message',
+        () => appliedMessages(dataDir) >= total,
+        30 * 60_000,
+      ),
     counterProbe('events', () => appliedMessages(dataDir), total),
   );
 
@@ -442,7 +434,11 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     target: '≥ 0.8 × idle',
   });
   ctx.results.api.ordersRpsWhileIngesting = f.rps;
-  await waitFor(() => appliedMessages(dataDir) >= target, 30 * 60_000);
+  await waitUntil(
+    'the service has applied every new message',
+    () => appliedMessages(dataDir) >= target,
+    30 * 60_000,
+  );
   ctx.results.peakRssMb = Math.max(ctx.results.peakRssMb ?? 0, service.peakRssMb());
   figures.push({
     name: 'service peak RSS (model + API + ingest)',

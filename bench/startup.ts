@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
-import { freePort } from '../scripts/local-kafka.js';
-import { loopbackServiceEnv } from '../scripts/service-env.js';
+import { freePort } from '../tools/local-kafka.js';
+import { loopbackServiceEnv } from '../tools/service-env.js';
 
 const { values, positionals } = parseArgs({
   options: { cwd: { type: 'string' }, runs: { type: 'string' } },

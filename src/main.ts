@@ -8,7 +8,6 @@ import {
   createTopics,
   deadLetters,
   issueKey,
-  publishDemoData,
   rebuild,
   revokeKey,
   status,
@@ -129,18 +128,6 @@ const commands: Record<string, Command> = {
     summary: 'create the four topics that do not exist yet (default 3 partitions)',
     options: { partitions: { type: 'string' } },
     run: (ctx, values) => createTopics(ctx, positiveInt('partitions', values['partitions'], 3)),
-  },
-  'demo-data': {
-    usage: 'demo-data [--seed N] [--orgs N] [--orders N]',
-    summary:
-      'publish a seeded, reproducible sample data set (skewed organizations, articles, status histories)',
-    options: { seed: { type: 'string' }, orgs: { type: 'string' }, orders: { type: 'string' } },
-    run: (ctx, values) =>
-      publishDemoData(ctx, {
-        seed: positiveInt('seed', values['seed'], 42),
-        organizations: positiveInt('orgs', values['orgs'], 50),
-        orders: positiveInt('orders', values['orders'], 2000),
-      }),
   },
 };
 

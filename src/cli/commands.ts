@@ -6,7 +6,6 @@ import { operatorSql, writeSql } from '../../projections/orders/sql.js';
 import type { ServiceConfig } from '../config.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
-import { demoEvents } from '../demo/data.js';
 import { sha256Hex } from '../http/auth.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import type { KafkaPort } from '../kafka/port.js';
@@ -34,7 +33,8 @@ async function withKafka<T>(ctx: CommandContext, work: (kafka: KafkaPort) => Pro
   }
 }
 
-function withPublisher(
+/** Runs `work` with an event publisher on the configured topics; returns how many messages it published. */
+export function withPublisher(
   ctx: CommandContext,
   work: (publisher: EventPublisher) => Promise<void>,
 ): Promise<number> {
@@ -86,28 +86,6 @@ export async function revokeKey(ctx: CommandContext, keyId: string): Promise<voi
     }),
   );
   ctx.print(`Revoked key ${keyId}; every replica refuses it once it has applied the event.`);
-}
-
-export async function publishDemoData(
-  ctx: CommandContext,
-  options: { seed: number; organizations: number; orders: number },
-): Promise<void> {
-  const progress = progressReporter('demo-data', ctx.logger, 'orders');
-  const published = await withPublisher(ctx, async (publisher) => {
-    let orders = 0;
-    for (const event of demoEvents({ ...options, articlesPerOrder: 5 })) {
-      await publisher.add(event);
-      if (event.type === 'order.created') {
-        orders += 1;
-        if (orders % 1000 === 0) progress.update(orders, options.orders);
-      }
-    }
-    progress.update(orders, options.orders);
-  });
-  progress.stop();
-  ctx.print(
-    `Published ${published} events for ${options.orders} orders across up to ${options.organizations} organizations (seed ${options.seed}). Organization 1 has the most orders.`,
-  );
 }
 
 function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } {

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
-import { freePort } from '../../scripts/local-kafka.js';
+import { freePort } from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { sha256Hex } from '../../src/http/auth.js';
 import {

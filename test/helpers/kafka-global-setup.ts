@@ -2,11 +2,11 @@
  * Obtains one Kafka broker for the whole test run, in this order:
  * 1. KAFKA_BROKERS when set;
  * 2. a testcontainers Kafka container when a Docker engine answers;
- * 3. the project's own single-node KRaft broker (scripts/local-kafka.ts).
+ * 3. the project's own single-node KRaft broker (tools/local-kafka.ts).
  * If none can be had the run fails and says how to provide one.
  */
 import type { TestProject } from 'vitest/node';
-import { startLocalBroker, stopLocalBroker, KAFKA_VERSION } from '../../scripts/local-kafka.js';
+import { startLocalBroker, stopLocalBroker, KAFKA_VERSION } from '../../tools/local-kafka.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -3,6 +3,7 @@ import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkaj
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { EventPublisher } from '../../src/consumer/publish.js';
 import { afterAll, inject } from 'vitest';
+import { createContractTopicSet } from '../../tools/harness.js';
 import { publishingVia } from './kafkajs-port.js';
 
 export function testKafka(clientId = 'test'): Kafka {
@@ -43,16 +44,8 @@ export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; pr
 }
 
 /** The four topics of the contract, created fresh for one test file. */
-export async function createContractTopics(
-  admin: Admin,
-  numPartitions = 3,
-): Promise<Record<TopicRole, string>> {
-  const [orders, orderStatus, articles, apiKeys] = await createTestTopics(
-    admin,
-    ['pr.orders', 'pr.order-status', 'pr.articles', 'pr.api-keys'],
-    numPartitions,
-  );
-  return { orders: orders!, orderStatus: orderStatus!, articles: articles!, apiKeys: apiKeys! };
+export function createContractTopics(admin: Admin, numPartitions = 3): Promise<Record<TopicRole, string>> {
+  return createContractTopicSet(admin, uniqueTopicName('t'), numPartitions);
 }
 
 export type Publication = DomainEvent | { role: TopicRole; key: string; raw: Buffer | null };
@@ -70,16 +63,4 @@ export async function publish(
   await publisher.flush();
 }
 
-/** Polls until `check` returns true, failing with `what` after the timeout. */
-export async function waitUntil(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 60_000,
-  intervalMs = 200,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+export { waitUntil } from '../../tools/harness.js';

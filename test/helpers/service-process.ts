@@ -1,13 +1,10 @@
 /** The whole service (`src/main.ts`, what `npm start` runs) as a child process. */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, expect, inject } from 'vitest';
 import type { TopicRole } from '../../schemas/events.js';
-import { loopbackServiceEnv } from '../../scripts/service-env.js';
+import { spawnServiceCommand } from '../../tools/harness.js';
+import { loopbackServiceEnv } from '../../tools/service-env.js';
 import { processWarningLines } from './no-process-warnings.js';
-
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -38,19 +35,15 @@ afterAll(() => {
 });
 
 export function spawnService(env: NodeJS.ProcessEnv): ServiceProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src', 'main.ts'), 'serve'], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawnServiceCommand(['serve'], env);
   running.add(child);
   const output: string[] = [];
   outputs.push(output);
   const collect = (chunk: Buffer): void => {
     output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
   };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
   const exited = new Promise<number | null>((resolveExit) => {
     child.on('exit', (code) => {
       running.delete(child);

@@ -7,7 +7,7 @@ import { afterAll } from 'vitest';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig, type ServiceConfig } from '../../src/config.js';
-import { demoEvents } from '../../src/demo/data.js';
+import { demoEvents } from '../../tools/demo-data.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { issueKeyOf } from './api.js';
 import { connectedClients, createContractTopics, publish, testKafka, uniqueTopicName } from './kafka.js';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
-import { appliedMessagesIn } from '../../scripts/model-progress.js';
+import { appliedMessagesIn } from '../../tools/model-progress.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyRevoked, at, orderCreated, orderDeleted } from '../helpers/events.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { appliedMessagesIn } from '../../scripts/model-progress.js';
+import { appliedMessagesIn } from '../../tools/model-progress.js';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { startService } from '../../src/service.js';

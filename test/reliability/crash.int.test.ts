@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
-import { freePort } from '../../scripts/local-kafka.js';
-import { appliedMessages } from '../../scripts/model-progress.js';
+import { freePort } from '../../tools/local-kafka.js';
+import { appliedMessages } from '../../tools/model-progress.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import {
   connectedClients,

@@ -6,7 +6,7 @@
  * articles of an order that is not listed (yet) is a correct answer.
  */
 import { describe, expect, it } from 'vitest';
-import { appliedMessages } from '../../scripts/model-progress.js';
+import { appliedMessages } from '../../tools/model-progress.js';
 import { keyOf } from '../helpers/api.js';
 import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';

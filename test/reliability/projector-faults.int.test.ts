@@ -16,7 +16,7 @@ import {
   startLocalBroker,
   stopLocalBroker,
   type LocalBroker,
-} from '../../scripts/local-kafka.js';
+} from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
 import type { ProjectorThread } from '../../src/consumer/projector-thread.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
-import { freePort } from '../../scripts/local-kafka.js';
+import { freePort } from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { sha256Hex } from '../../src/http/auth.js';
 import { ModelFiles } from '../../src/read-model/files.js';

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { eventsJsonSchema, openApiDocument, schemasDir } from '../../scripts/contracts.js';
+import { eventsJsonSchema, openApiDocument, schemasDir } from '../../tools/contracts.js';
 
 const committed = (file: string): string => readFileSync(join(schemasDir, file), 'utf8');
 

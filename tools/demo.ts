@@ -5,7 +5,8 @@
  * that work as pasted. Ctrl-C stops the service (and the broker it started).
  */
 import { pino } from 'pino';
-import { createTopics, issueKey, publishDemoData, type CommandContext } from '../src/cli/commands.js';
+import { createTopics, issueKey, type CommandContext } from '../src/cli/commands.js';
+import { publishDemoData } from './demo-data.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
 import { startService } from '../src/service.js';

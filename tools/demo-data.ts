@@ -1,9 +1,15 @@
 /**
  * A realistic, seeded, reproducible sample data set: many organizations with a
  * skewed (Zipf-like) number of orders, members, status histories and articles.
- * The same seed always yields the same events.
+ * The same seed always yields the same events. A development tool, not part of the image:
+ *   npm run demo-data -- [--seed N] [--orgs N] [--orders N]   (the service's environment: KAFKA_BROKERS, TOPIC_*)
  */
-import type { DomainEvent } from '../../schemas/events.js';
+import { parseArgs } from 'node:util';
+import type { DomainEvent } from '../schemas/events.js';
+import { withPublisher, type CommandContext } from '../src/cli/commands.js';
+import { progressReporter } from '../src/cli/progress.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
 
 export interface DemoDataOptions {
   seed: number;
@@ -150,4 +156,53 @@ export function* demoEvents(options: DemoDataOptions): Generator<DomainEvent, vo
       };
     }
   }
+}
+
+export async function publishDemoData(
+  ctx: CommandContext,
+  options: { seed: number; organizations: number; orders: number },
+): Promise<void> {
+  const progress = progressReporter('demo-data', ctx.logger, 'orders');
+  const published = await withPublisher(ctx, async (publisher) => {
+    let orders = 0;
+    for (const event of demoEvents({ ...options, articlesPerOrder: 5 })) {
+      await publisher.add(event);
+      if (event.type === 'order.created') {
+        orders += 1;
+        if (orders % 1000 === 0) progress.update(orders, options.orders);
+      }
+    }
+    progress.update(orders, options.orders);
+  });
+  progress.stop();
+  ctx.print(
+    `Published ${published} events for ${options.orders} orders across up to ${options.organizations} organizations (seed ${options.seed}). Organization 1 has the most orders.`,
+  );
+}
+
+const isMain =
+  process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '');
+if (isMain) {
+  const { values } = parseArgs({
+    options: { seed: { type: 'string' }, orgs: { type: 'string' }, orders: { type: 'string' } },
+  });
+  const count = (name: string, value: string | undefined, fallback: number): number => {
+    const n = value === undefined ? fallback : Number(value);
+    if (!Number.isSafeInteger(n) || n < 1)
+      throw new Error(`--${name} must be a positive integer, got "${value}"`);
+    return n;
+  };
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  publishDemoData(
+    { config, logger, print: (line) => console.log(line) },
+    {
+      seed: count('seed', values.seed, 42),
+      organizations: count('orgs', values.orgs, 50),
+      orders: count('orders', values.orders, 2000),
+    },
+  ).catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  });
 }

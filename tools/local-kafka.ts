@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { kafkajsPort } from '../src/kafka/kafkajs-adapter.js';
 
 const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const pomPath = join(projectRoot, 'scripts', 'kafka', 'pom.xml');
+const pomPath = join(projectRoot, 'tools', 'kafka', 'pom.xml');
 const stateFile = join(projectRoot, '.kafka-local', 'state.json');
 
 function pinnedKafkaVersion(): string {
@@ -309,7 +309,7 @@ async function cli(command: string | undefined): Promise<void> {
       return;
     }
     default:
-      console.error('usage: tsx scripts/local-kafka.ts start|stop');
+      console.error('usage: tsx tools/local-kafka.ts start|stop');
       process.exitCode = 2;
   }
 }

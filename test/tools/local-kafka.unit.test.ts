@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clusterId } from '../../scripts/local-kafka.js';
+import { clusterId } from '../../tools/local-kafka.js';
 
 describe('the local broker script', () => {
   it('draws cluster ids of 22 URL-safe base64 characters that never start with "-"', () => {

@@ -1,0 +1,81 @@
+/**
+ * What tests, benchmarks and the demo share to drive the service from outside: its processes, the
+ * topics of the contract, and waiting for a condition. One implementation of each.
+ */
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Admin } from 'kafkajs';
+import type { TopicRole } from '../schemas/events.js';
+
+export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Runs a command of the service's executable (`src/main.ts`, through tsx) with `env`. */
+export function spawnServiceCommand(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
+): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'main.ts'), ...args], {
+    cwd: projectRoot,
+    env,
+    stdio,
+  });
+}
+
+/** Runs a command to its end; resolves with its stdout, rejects with it on a non-zero exit. */
+export function runServiceCommand(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onOutput: (chunk: Buffer) => void = () => undefined,
+): Promise<string> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawnServiceCommand(args, env, ['ignore', 'pipe', 'inherit']);
+    let out = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      onOutput(chunk);
+    });
+    child.on('exit', (code) =>
+      code === 0 ? resolveRun(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+    );
+  });
+}
+
+/** The four topics of the contract under one name prefix. */
+export function contractTopicNames(prefix: string): Record<TopicRole, string> {
+  return {
+    orders: `${prefix}.pr.orders`,
+    orderStatus: `${prefix}.pr.order-status`,
+    articles: `${prefix}.pr.articles`,
+    apiKeys: `${prefix}.pr.api-keys`,
+  };
+}
+
+/** Creates the four topics of the contract under `prefix` and returns their names. */
+export async function createContractTopicSet(
+  admin: Admin,
+  prefix: string,
+  numPartitions = 3,
+): Promise<Record<TopicRole, string>> {
+  const topics = contractTopicNames(prefix);
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: Object.values(topics).map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
+  });
+  return topics;
+}
+
+/** Polls until `check` returns true, failing with `what` after the timeout. */
+export async function waitUntil(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
+    await new Promise((wake) => setTimeout(wake, intervalMs));
+  }
+}
