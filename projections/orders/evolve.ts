@@ -16,7 +16,7 @@ import type {
   OrderUpdated,
 } from '../../schemas/events.js';
 import type { ApiKeyRow, ArticleRow, OrderRow } from './rows.js';
-import { listedStatusOf } from './status.js';
+import { listedStatusOf, type ListedStatus } from './status.js';
 import { supersedes, type FactVersion } from './version.js';
 
 export interface CurrentRows {
@@ -90,19 +90,20 @@ export function emptyOrder(orderId: number): OrderRow {
  * An order is listed while it exists (order.created seen), is not deleted by a
  * deletion at or after its creation, and its status maps to an external one.
  */
-function withListedStatus(row: OrderRow): OrderRow {
+function listedStatusOfRow(row: OrderRow): ListedStatus | null {
   // A deletion wins over a creation at the same instant; a creation strictly later re-creates.
   const exists =
     row.created_v_at !== null &&
     (row.deleted_v_at === null ||
       row.deleted_v_at < row.created_v_at ||
       (row.deleted_v_at === row.created_v_at && (row.deleted_v_sub ?? 0) < (row.created_v_sub ?? 0)));
-  const listed = exists && row.status !== null ? listedStatusOf(row.status) : null;
-  return { ...row, listed_status: listed };
+  return exists && row.status !== null ? listedStatusOf(row.status) : null;
 }
 
 function orderChange(before: OrderRow | undefined, next: OrderRow): ReadModelChange {
-  return { table: 'orders', before, row: withListedStatus(next) };
+  // `next` is the event's own copy of the row: completing it in place copies nothing more.
+  next.listed_status = listedStatusOfRow(next);
+  return { table: 'orders', before, row: next };
 }
 
 /** The field groups of an order; each has its own `<group>_v_at` / `<group>_v_id` version columns. */
@@ -118,22 +119,21 @@ function applyOrderGroups(
   v: FactVersion,
   updates: readonly (readonly [OrderFieldGroup, Partial<OrderRow>])[],
 ): ReadModelChange | null {
-  let next = current ?? emptyOrder(orderId);
-  let changed = false;
+  // One copy of the row per event, made when the first group changes (the current row is never mutated).
+  let next: OrderRow | null = null;
+  const base = current ?? emptyOrder(orderId);
   for (const [group, values] of updates) {
-    if (!supersedes(v, storedVersion(next[`${group}_v_at`], next[`${group}_v_sub`], next[`${group}_v_id`]))) {
+    const row = next ?? base;
+    if (!supersedes(v, storedVersion(row[`${group}_v_at`], row[`${group}_v_sub`], row[`${group}_v_id`]))) {
       continue;
     }
-    next = {
-      ...next,
-      ...values,
-      [`${group}_v_at`]: v.at,
-      [`${group}_v_sub`]: v.sub,
-      [`${group}_v_id`]: v.id,
-    };
-    changed = true;
+    next ??= { ...base };
+    Object.assign(next, values);
+    next[`${group}_v_at`] = v.at;
+    next[`${group}_v_sub`] = v.sub;
+    next[`${group}_v_id`] = v.id;
   }
-  return changed ? orderChange(current, next) : null;
+  return next === null ? null : orderChange(current, next);
 }
 
 const distributionMs = (date: string | null): number | null => (date === null ? null : toEpochMs(date));

@@ -5,21 +5,25 @@
 import { DAY_MS } from './listing.js';
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
-/** An in-place upsert: unlike INSERT OR REPLACE it touches only the indexes of columns that change. */
+/**
+ * An in-place upsert: unlike INSERT OR REPLACE it touches only the indexes of columns that change.
+ * Parameters are positional, in the order of `columns` (binding by position costs less per row).
+ */
 function upsert(table: string, columns: readonly string[]): string {
   const [key, ...rest] = columns;
   return (
-    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((c) => `@${c}`).join(', ')}) ` +
+    `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ` +
     `ON CONFLICT (${key ?? ''}) DO UPDATE SET ${rest.map((c) => `${c} = excluded.${c}`).join(', ')}`
   );
 }
 
 /**
  * Sets only the given columns of an order: SQLite then maintains only the indexes that hold one of
- * them (a status change within `processing` touches no listing index).
+ * them (a status change within `processing` touches no listing index). Parameters: the columns' values
+ * in the order given, then the order id.
  */
 export function updateOrderSql(columns: readonly (typeof orderColumns)[number][]): string {
-  return `UPDATE orders SET ${columns.map((c) => `${c} = @${c}`).join(', ')} WHERE order_id = @order_id`;
+  return `UPDATE orders SET ${columns.map((c) => `${c} = ?`).join(', ')} WHERE order_id = ?`;
 }
 
 export const writeSql = {
@@ -27,8 +31,11 @@ export const writeSql = {
   selectOrders: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id IN (SELECT value FROM json_each(?))`,
   selectArticles: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id IN (SELECT value FROM json_each(?))`,
   selectApiKeys: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id IN (SELECT value FROM json_each(?))`,
-  insertOrder: `INSERT INTO orders (${orderColumns.join(', ')}) VALUES (${orderColumns.map((c) => `@${c}`).join(', ')})`,
+  /** Parameters: the values of `orderColumns`, in that order. */
+  insertOrder: `INSERT INTO orders (${orderColumns.join(', ')}) VALUES (${orderColumns.map(() => '?').join(', ')})`,
+  /** Parameters: the values of `articleColumns`, in that order. */
   upsertArticle: upsert('articles', articleColumns),
+  /** Parameters: the values of `apiKeyColumns`, in that order. */
   upsertApiKey: upsert('api_keys', apiKeyColumns),
   /** Adds a batch's net increase to a counter (the CHECK applies to the VALUES row too, so only > 0). */
   increaseOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, ?)

@@ -12,6 +12,8 @@ import {
   type OrderListing,
 } from '../../projections/orders/listing.js';
 import {
+  apiKeyColumns,
+  articleColumns,
   orderColumns,
   type ApiKeyRow,
   type ArticleRow,
@@ -193,21 +195,23 @@ export class ReadModelWriter {
     const changedOrders = new Set<number>();
     for (const { before, row } of this.batch.changed(this.batch.orders)) {
       if (before === undefined) {
-        this.statements.insertOrder.run(row);
+        this.statements.insertOrder.run(orderColumns.map((column) => row[column]));
       } else {
         const changed = orderColumns.filter((column) => before[column] !== row[column]);
         if (changed.length === 0) continue;
-        this.updateOrderStatement(changed).run(row);
+        this.updateOrderStatement(changed).run([...changed.map((column) => row[column]), row.order_id]);
       }
       this.countListingChanges(before, row);
       for (const orgId of organizationsShowing(before, row)) changedOrgs.add(orgId);
       changedOrders.add(row.order_id);
     }
     for (const { row } of this.batch.changed(this.batch.articles)) {
-      this.statements.upsertArticle.run(row);
+      this.statements.upsertArticle.run(articleColumns.map((column) => row[column]));
       changedOrders.add(row.order_id);
     }
-    for (const { row } of this.batch.changed(this.batch.apiKeys)) this.statements.upsertApiKey.run(row);
+    for (const { row } of this.batch.changed(this.batch.apiKeys)) {
+      this.statements.upsertApiKey.run(apiKeyColumns.map((column) => row[column]));
+    }
     for (const orgId of changedOrgs) this.statements.countOrgChange.run(orgId);
     for (const orderId of changedOrders) this.statements.countOrderChange.run(orderId);
   }
