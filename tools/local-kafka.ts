@@ -266,14 +266,7 @@ export async function stopLocalBroker(broker: Pick<LocalBroker, 'pid' | 'dataDir
 
 /** SIGTERM, then SIGKILL after 15 s. */
 async function endProcess(pid: number): Promise<void> {
-  const alive = (): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = (): boolean => processAlive(pid);
   if (alive()) {
     process.kill(pid, 'SIGTERM');
     const deadline = Date.now() + 15_000;
@@ -282,13 +275,28 @@ async function endProcess(pid: number): Promise<void> {
   }
 }
 
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function cli(command: string | undefined): Promise<void> {
   switch (command) {
     case 'start': {
       if (existsSync(stateFile)) {
         const state = JSON.parse(readFileSync(stateFile, 'utf8')) as LocalBroker;
-        console.log(`A local broker is already recorded (pid ${state.pid}). KAFKA_BROKERS=${state.brokers}`);
-        return;
+        if (processAlive(state.pid)) {
+          console.log(`A local broker is already running (pid ${state.pid}). KAFKA_BROKERS=${state.brokers}`);
+          return;
+        }
+        // The recorded broker is gone (a reboot, a kill): forget it and its data, start a new one.
+        console.log(`The recorded broker (pid ${state.pid}) is not running; starting a new one.`);
+        await stopLocalBroker(state);
+        rmSync(stateFile);
       }
       const broker = await startLocalBroker({ detached: true });
       mkdirSync(dirname(stateFile), { recursive: true });
