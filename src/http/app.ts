@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { API_PREFIX } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
@@ -47,7 +48,11 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     ...frameworkErrorOptions(authenticated),
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
+  // Request schemas compiled by zod (z.compile): a generated parser first, zod's own for what it does
+  // not accept, so answers and error texts stay zod's.
+  app.setValidatorCompiler((route) =>
+    validatorCompiler({ ...route, schema: z.compile(route.schema as z.ZodType) }),
+  );
   app.setSerializerCompiler(responseSerializerCompiler());
   await openApi(app);
   observability(app, deps.metrics);

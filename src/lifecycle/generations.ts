@@ -62,7 +62,7 @@ export function openGeneration(file: string): Generation {
   return {
     file,
     db,
-    reader: new ReadModelReader(db, { cacheKeys: currentVersion }),
+    reader: new ReadModelReader(db, { cacheKeys: currentVersion, cacheChanges: currentVersion }),
     currentVersion,
     supervisor: null,
     openedAt,

@@ -367,8 +367,10 @@ export class ReadModelLifecycle {
     outcome: BatchOutcome,
   ): void {
     if (generation === this.served) this.unreadable.delete(offsetKey(topic, partition));
-    // The batch is committed: a reader must look keys up again to see issues and revocations.
+    // The batch is committed: a reader must look keys up again to see issues and revocations, and
+    // read change counters again for its entity tags.
     if (topic === this.apiKeysTopic) generation.reader.forgetKeys();
+    generation.reader.forgetChanges();
     if (generation === this.served) {
       this.options.events?.batchApplied?.(outcome);
       this.refreshState();

@@ -68,7 +68,17 @@ export interface ReaderOptions {
    * reader would keep accepting a revoked key.
    */
   cacheKeys?: boolean;
+  /**
+   * Remember change counters once read, until `forgetChanges()` or for at most `changesCacheMs`: a
+   * 304 then reads nothing. Only for a reader whose owner calls `forgetChanges()` after every commit
+   * (the service does on each batch of its projector thread); the time bound covers a commit whose
+   * report never arrives (a thread that dies right after it).
+   */
+  cacheChanges?: boolean;
 }
+
+/** How long a remembered change counter is trusted without a report of a commit. */
+const changesCacheMs = 1000;
 
 /** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
 const maxCachedKeys = 10_000;
@@ -139,6 +149,7 @@ export class ReadModelReader {
       : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
     this.keyCache = options.cacheKeys === true ? new Map() : null;
+    this.changeCache = options.cacheChanges === true ? new Map() : null;
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
 
@@ -155,13 +166,38 @@ export class ReadModelReader {
 
   /** The organization's change counter: it moves with every change GET /orders could show. */
   orgChanges(orgId: number): number {
-    return (this.changes?.orgChanges.get(orgId) as { changes: number } | undefined)?.changes ?? 0;
+    return this.changeCounter('orgChanges', `o${orgId}`, orgId);
   }
 
   /** The order's change counter: it moves with every change to the order or its articles. */
   orderChanges(orderId: number): number {
-    return (this.changes?.orderChanges.get(orderId) as { changes: number } | undefined)?.changes ?? 0;
+    return this.changeCounter('orderChanges', `a${orderId}`, orderId);
   }
+
+  /** Forgets remembered change counters: call after every commit to the file. */
+  forgetChanges(): void {
+    this.changeCache?.clear();
+    this.changeCacheSince = performance.now();
+  }
+
+  private changeCounter(statement: ChangeStatement, key: string, id: number): number {
+    const cache = this.changeCache;
+    if (cache !== null) {
+      if (performance.now() - this.changeCacheSince > changesCacheMs) this.forgetChanges();
+      const cached = cache.get(key);
+      if (cached !== undefined) return cached;
+    }
+    const changes = (this.changes?.[statement].get(id) as { changes: number } | undefined)?.changes ?? 0;
+    if (cache !== null) {
+      if (cache.size >= maxCachedKeys) cache.clear();
+      cache.set(key, changes);
+    }
+    return changes;
+  }
+
+  /** counter key (`o<org>`, `a<order>`) → value; null when not caching */
+  private readonly changeCache: Map<string, number> | null;
+  private changeCacheSince = performance.now();
 
   orgOfKeyHash(keySha256: string): number | null {
     const cached = this.keyCache?.get(keySha256);

@@ -68,7 +68,22 @@ describe('the service as a process (npm start)', () => {
     ]);
     await eventually('two orders are listed', (r) => (r.body as { total: number }).total === 2, '/orders');
 
+    // Polling through the running service: the tag holds while nothing changes, and the first poll
+    // after a change of the organization's orders gets 200 (the service remembers change counters
+    // between commits, and forgets them when a batch is committed).
+    const poll = (tag: string): Promise<Response> =>
+      fetch(`http://127.0.0.1:${port}${API_PREFIX}/orders`, {
+        headers: { authorization: `Bearer ${rawKey}`, 'if-none-match': tag },
+      });
+    const tag = (
+      await fetch(`http://127.0.0.1:${port}${API_PREFIX}/orders`, {
+        headers: { authorization: `Bearer ${rawKey}` },
+      })
+    ).headers.get('etag')!;
+    expect((await poll(tag)).status).toBe(304);
+    expect((await poll(tag)).status).toBe(304);
     await publish(producer, topics, [statusChanged(2, 'finished', { occurred_at: at(5) })]);
+    await waitUntil('a poll with the old tag gets 200', async () => (await poll(tag)).status === 200, 30_000);
     await eventually(
       'the finished filter sees order 2',
       (r) => JSON.stringify(r.body).includes('"id":2'),

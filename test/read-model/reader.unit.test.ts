@@ -153,3 +153,29 @@ describe('ReadModelReader key cache', () => {
     expect(reader.orgOfKeyHash(hash)).toBeNull();
   });
 });
+
+describe('remembered change counters', () => {
+  it('serve a counter from memory until forgetChanges(), and never for longer than a second', async () => {
+    const model = memoryReadModel();
+    model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
+    const reader = new ReadModelReader(model.db, { cacheChanges: true });
+    const before = reader.orgChanges(1);
+    expect(before).toBeGreaterThan(0);
+    model.apply(statusChanged(1, 'finished'));
+    // Not yet told of the commit: the remembered value.
+    expect(reader.orgChanges(1)).toBe(before);
+    reader.forgetChanges();
+    const after = reader.orgChanges(1);
+    expect(after).toBeGreaterThan(before);
+    model.apply(statusChanged(1, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
+    expect(reader.orgChanges(1)).toBe(after);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(reader.orgChanges(1)).toBeGreaterThan(after);
+    // Without caching, every read sees the file.
+    const plain = new ReadModelReader(model.db);
+    const seen = plain.orgChanges(1);
+    model.apply(statusChanged(1, 'finished', { occurred_at: '2026-12-02T00:00:00Z' }));
+    expect(plain.orgChanges(1)).toBeGreaterThan(seen);
+    model.db.close();
+  });
+});
