@@ -183,25 +183,32 @@ export async function publishDemoData(
 const isMain =
   process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '');
 if (isMain) {
-  const { values } = parseArgs({
-    options: { seed: { type: 'string' }, orgs: { type: 'string' }, orders: { type: 'string' } },
-  });
   const count = (name: string, value: string | undefined, fallback: number): number => {
     const n = value === undefined ? fallback : Number(value);
-    if (!Number.isSafeInteger(n) || n < 1)
-      throw new Error(`--${name} must be a positive integer, got "${value}"`);
+    if (!Number.isSafeInteger(n) || n < 1) {
+      console.error(`--${name} must be a positive integer, got "${value}"`);
+      process.exit(2);
+    }
     return n;
+  };
+  const usage = 'usage: npm run demo-data -- [--seed N] [--orgs N] [--orders N]';
+  let values: { seed?: string | undefined; orgs?: string | undefined; orders?: string | undefined } = {};
+  try {
+    ({ values } = parseArgs({
+      options: { seed: { type: 'string' }, orgs: { type: 'string' }, orders: { type: 'string' } },
+    }));
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
+    process.exit(2);
+  }
+  const options = {
+    seed: count('seed', values.seed, 42),
+    organizations: count('orgs', values.orgs, 50),
+    orders: count('orders', values.orders, 2000),
   };
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  publishDemoData(
-    { config, logger, print: (line) => console.log(line) },
-    {
-      seed: count('seed', values.seed, 42),
-      organizations: count('orgs', values.orgs, 50),
-      orders: count('orders', values.orders, 2000),
-    },
-  ).catch((error: unknown) => {
+  publishDemoData({ config, logger, print: (line) => console.log(line) }, options).catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exit(1);
   });
