@@ -6,13 +6,10 @@
  *    the same run, and against the same poll without a tag.
  *   npm run bench:replicas   (BENCH_ORDERS, default 1 000 000; BENCH_API_SECONDS, default 10)
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import autocannon from 'autocannon';
 import { runServiceCommand } from '../tools/harness.js';
-import { freePort } from '../tools/local-kafka.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
@@ -25,12 +22,13 @@ import {
   kafkaOf,
   keyedOrganizations,
   publishBenchData,
-  root,
   startServiceProcess,
   waitUntil,
   type BenchData,
   type ServiceProcess,
 } from './lib.js';
+import { note } from './progress.js';
+import { cannon, startBenchServer } from './run.js';
 
 const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
 const seconds = Number(process.env['BENCH_API_SECONDS'] ?? 10);
@@ -41,8 +39,7 @@ const data: BenchData = {
   organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
 };
 
-const log = (line: string): void =>
-  console.error(`[replicas ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const log = (line: string): void => note(`replicas: ${line}`);
 
 /** Runs a CLI command of the service against `dataDir`; resolves with its stdout. */
 function cli(
@@ -89,35 +86,6 @@ async function startUntilReady(
   return { service, ms: Date.now() - started };
 }
 
-async function cannon(
-  url: string,
-  request: () => { path?: string; headers: Record<string, string> },
-): Promise<{ rps: number; p99: number; statuses: Record<string, number> }> {
-  const run = (duration: number): Promise<autocannon.Result> =>
-    autocannon({
-      url,
-      connections: 10,
-      duration,
-      requests: [
-        {
-          setupRequest: (r) => {
-            const next = request();
-            return {
-              ...r,
-              ...(next.path === undefined ? {} : { path: next.path }),
-              headers: { ...r.headers, ...next.headers },
-            };
-          },
-        },
-      ],
-    });
-  await run(Math.min(3, seconds));
-  const result = await run(seconds);
-  const statuses: Record<string, number> = {};
-  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = stats.count ?? 0;
-  return { rps: Math.round(result.requests.average), p99: result.latency.p99, statuses };
-}
-
 async function main(): Promise<void> {
   const broker = await benchBroker();
   const dir = mkdtempSync(join(tmpdir(), 'bench-replicas-'));
@@ -151,25 +119,20 @@ async function main(): Promise<void> {
     await restored.service.stop();
 
     // Polling, once replica 1 has applied everything (ready means lag under the threshold): the bare
-    // Fastify baseline, the poll with the current tag, the poll without one.
+    // Fastify baseline, the poll without a tag, the poll with the current tag.
     await waitUntil(
       'replica 1 has applied every message',
       () => appliedMessages(join(dir, 'replica-1')) >= produced.messages,
       10 * 60_000,
       500,
     );
-    const port = await freePort();
-    const baseline = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'bench', 'baseline-server.ts'), String(port)],
-      {
-        cwd: root,
-        stdio: ['ignore', 'pipe', 'inherit'],
-      },
+    const apiSeconds = { measure: seconds, warmUp: Math.min(3, seconds) };
+    const baseline = await startBenchServer('baseline-server.ts');
+    const bare = await cannon(
+      { name: 'bare', url: `http://127.0.0.1:${baseline.port}/constant` },
+      apiSeconds,
     );
-    await new Promise<void>((resolve) => baseline.stdout.once('data', () => resolve()));
-    const bare = await cannon(`http://127.0.0.1:${port}/constant`, () => ({ headers: {} }));
-    baseline.kill('SIGTERM');
+    baseline.child.kill('SIGTERM');
     const api = `http://127.0.0.1:${replay.service.httpPort}${API_PREFIX}`;
     const keyed = keyedOrganizations(data);
     const tags = new Map<number, string>();
@@ -181,13 +144,21 @@ async function main(): Promise<void> {
       tags.set(org, answer.headers.get('etag') ?? '');
     }
     const randomOrg = (): number => keyed[Math.floor(Math.random() * keyed.length)]!;
-    const plain = await cannon(`${api}/orders?limit=50`, () => ({
-      headers: { authorization: `Bearer ${benchKeyOf(randomOrg())}` },
-    }));
-    const conditional = await cannon(`${api}/orders?limit=50`, () => {
-      const org = randomOrg();
-      return { headers: { authorization: `Bearer ${benchKeyOf(org)}`, 'if-none-match': tags.get(org)! } };
-    });
+    const plain = await cannon(
+      { name: 'no tag', url: `${api}/orders?limit=50`, key: () => benchKeyOf(randomOrg()) },
+      apiSeconds,
+    );
+    const conditional = await cannon(
+      {
+        name: '304',
+        url: `${api}/orders?limit=50`,
+        headers: () => {
+          const org = randomOrg();
+          return { authorization: `Bearer ${benchKeyOf(org)}`, 'if-none-match': tags.get(org)! };
+        },
+      },
+      apiSeconds,
+    );
 
     const lines = [
       `replicas and polling, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,

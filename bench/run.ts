@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
-import { runServiceCommand } from '../tools/harness.js';
+import { isEntryPoint, runServiceCommand } from '../tools/harness.js';
 import { freePort } from '../tools/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
@@ -218,24 +218,35 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   ];
 }
 
-interface Load {
+export interface Load {
   name: string;
   url: string;
   paths?: () => string;
   key?: () => string;
+  /** further headers of each request, drawn per request (they win over `key`) */
+  headers?: () => Record<string, string>;
 }
 
 /** Seconds of each API figure: `measure`, after `warmUp` seconds of the same load, discarded. */
-interface ApiSeconds {
+export interface ApiSeconds {
   measure: number;
   /** the figure is the steady state (JIT compiled, page cache warm), not a process's first seconds */
   warmUp: number;
 }
 
-async function cannon(
+export async function cannon(
   load: Load,
   seconds: ApiSeconds,
-): Promise<{ rps: number; mean: number; p50: number; p99: number; non2xx: number; errors: number }> {
+): Promise<{
+  rps: number;
+  mean: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  /** answers by status code */
+  statuses: Record<string, number>;
+}> {
   note(`api (${load.name}): ${seconds.warmUp} s warm-up, then ${seconds.measure} s measured: ${load.url}`);
   if (seconds.warmUp > 0) await autocannonRun(load, seconds.warmUp);
   const result = await autocannonRun(load, seconds.measure);
@@ -249,6 +260,9 @@ async function cannon(
     p99: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors,
+    statuses: Object.fromEntries(
+      Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0]),
+    ),
   };
 }
 
@@ -265,6 +279,7 @@ function autocannonRun(load: Load, seconds: number): Promise<autocannon.Result> 
           headers: {
             ...request.headers,
             ...(load.key === undefined ? {} : { authorization: `Bearer ${load.key()}` }),
+            ...load.headers?.(),
           },
         }),
       },
@@ -487,7 +502,7 @@ function listedOrdersOf(modelFile: string, orgId: number): number[] {
 }
 
 /** A bench-only HTTP server from bench/ on a free loopback port, once it listens. */
-async function startBenchServer(
+export async function startBenchServer(
   script: string,
   ...args: string[]
 ): Promise<{ child: ChildProcess; port: number }> {
@@ -536,9 +551,7 @@ export async function runBench(
   return { figures, results: ctx.results };
 }
 
-const isMain =
-  process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '');
-if (isMain) {
+if (isEntryPoint(import.meta.url)) {
   const which = (process.argv[2] ?? 'all') as 'ingest' | 'rebuild' | 'api' | 'all';
   if (!['ingest', 'rebuild', 'api', 'all'].includes(which)) {
     console.error('usage: tsx bench/run.ts ingest|rebuild|api|all');

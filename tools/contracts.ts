@@ -5,16 +5,16 @@
  * a test fails when the committed files differ from what this produces.
  */
 import { writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { z } from 'zod';
 import { DomainEvent, topicRoles } from '../schemas/events.js';
 import { buildApp } from '../src/http/app.js';
 import { openReadModel } from '../src/read-model/database.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
+import { isEntryPoint, projectRoot } from './harness.js';
 
-export const schemasDir = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'schemas');
+export const schemasDir = join(projectRoot, 'schemas');
 
 export function eventsJsonSchema(): string {
   const schema = {
@@ -41,7 +41,7 @@ export async function openApiDocument(): Promise<string> {
   return `${JSON.stringify(document, null, 2)}\n`;
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isEntryPoint(import.meta.url)) {
   writeFileSync(join(schemasDir, 'events.schema.json'), eventsJsonSchema());
   writeFileSync(join(schemasDir, 'openapi.json'), await openApiDocument());
   console.log(`wrote ${join(schemasDir, 'events.schema.json')} and ${join(schemasDir, 'openapi.json')}`);

@@ -10,6 +10,7 @@ import { withPublisher, type CommandContext } from '../src/cli/commands.js';
 import { progressReporter } from '../src/cli/progress.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
+import { isEntryPoint } from './harness.js';
 
 export interface DemoDataOptions {
   seed: number;
@@ -180,9 +181,7 @@ export async function publishDemoData(
   );
 }
 
-const isMain =
-  process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '');
-if (isMain) {
+if (isEntryPoint(import.meta.url)) {
   const count = (name: string, value: string | undefined, fallback: number): number => {
     const n = value === undefined ? fallback : Number(value);
     if (!Number.isSafeInteger(n) || n < 1) {

@@ -10,6 +10,11 @@ import type { TopicRole } from '../schemas/events.js';
 
 export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
+/** True when the module at `moduleUrl` (its `import.meta.url`) is the script node was started with. */
+export function isEntryPoint(moduleUrl: string): boolean {
+  return process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(moduleUrl);
+}
+
 /** Runs a command of the service's executable (`src/main.ts`, through tsx) with `env`. */
 export function spawnServiceCommand(
   args: readonly string[],
@@ -43,7 +48,7 @@ export function runServiceCommand(
 }
 
 /** The four topics of the contract under one name prefix. */
-export function contractTopicNames(prefix: string): Record<TopicRole, string> {
+function contractTopicNames(prefix: string): Record<TopicRole, string> {
   return {
     orders: `${prefix}.pr.orders`,
     orderStatus: `${prefix}.pr.order-status`,

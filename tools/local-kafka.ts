@@ -9,12 +9,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { pino } from 'pino';
 import { kafkajsPort } from '../src/kafka/kafkajs-adapter.js';
+import { isEntryPoint, projectRoot } from './harness.js';
 
-const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const pomPath = join(projectRoot, 'tools', 'kafka', 'pom.xml');
 const stateFile = join(projectRoot, '.kafka-local', 'state.json');
 
@@ -322,7 +321,7 @@ async function cli(command: string | undefined): Promise<void> {
   }
 }
 
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+if (isEntryPoint(import.meta.url)) {
   cli(process.argv[2]).catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error);
     process.exitCode = 1;
