@@ -205,9 +205,11 @@ export class ReadModelWriter {
       for (const orgId of organizationsShowing(before, row)) changedOrgs.add(orgId);
       changedOrders.add(row.order_id);
     }
-    for (const { row } of this.batch.changed(this.batch.articles)) {
+    for (const { before, row } of this.batch.changed(this.batch.articles)) {
       this.statements.upsertArticle.run(articleColumns.map((column) => row[column]));
       changedOrders.add(row.order_id);
+      // An article published again under another order leaves the order it belonged to.
+      if (before !== undefined) changedOrders.add(before.order_id);
     }
     for (const { row } of this.batch.changed(this.batch.apiKeys)) {
       this.statements.upsertApiKey.run(apiKeyColumns.map((column) => row[column]));

@@ -76,6 +76,28 @@ describe('conditional requests and paging links', () => {
     expect((await api.get('/orders/999/articles', key, { 'if-none-match': '*' })).status).toBe(404);
   });
 
+  it('changes the tag of both orders when an article is published again under another order', async () => {
+    const api = await startTestApi([
+      issueKeyOf(1),
+      ...orders(1, 2),
+      articlePublished({ article_id: 6, order_id: 1 }, { occurred_at: at(10) }),
+    ]);
+    const before = await api.get('/orders/1/articles', key);
+    expect((before.body as { data: unknown[] }).data).toHaveLength(1);
+    const otherBefore = await api.get('/orders/2/articles', key);
+    api.apply(articlePublished({ article_id: 6, order_id: 2 }, { occurred_at: at(11) }));
+    const left = await api.get('/orders/1/articles', key, {
+      'if-none-match': before.headers.get('etag')!,
+    });
+    expect(left.status).toBe(200);
+    expect((left.body as { data: unknown[] }).data).toHaveLength(0);
+    const joined = await api.get('/orders/2/articles', key, {
+      'if-none-match': otherBefore.headers.get('etag')!,
+    });
+    expect(joined.status).toBe(200);
+    expect((joined.body as { data: unknown[] }).data).toHaveLength(1);
+  });
+
   it('links the first, previous, next and last pages for the applied limit, offset and status', async () => {
     const api = await startTestApi([issueKeyOf(1), ...orders(1, 7)]);
     const link = async (query: string): Promise<string | null> =>
