@@ -4,7 +4,8 @@
  *    new one) against a replica that replays every topic: time from start to ready;
  *  - a poll answered 304 (If-None-Match with the current tag) against the bare Fastify baseline of
  *    the same run, and against the same poll without a tag.
- *   npm run bench:replicas   (BENCH_ORDERS, default 1 000 000; BENCH_API_SECONDS, default 10)
+ *   npm run bench:replicas   (BENCH_ORDERS, default 1 000 000; BENCH_API_SECONDS, default 10;
+ *   BENCH_POLL_ROUNDS, default 3: the polling loads take turns this many times)
  */
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +33,8 @@ import { cannon, startBenchServer } from './run.js';
 
 const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
 const seconds = Number(process.env['BENCH_API_SECONDS'] ?? 10);
+/** rounds of the polling loads, taking turns */
+const pollRounds = Math.max(1, Number(process.env['BENCH_POLL_ROUNDS'] ?? 3));
 const data: BenchData = {
   ...defaultData,
   orders,
@@ -128,11 +131,6 @@ async function main(): Promise<void> {
     );
     const apiSeconds = { measure: seconds, warmUp: Math.min(3, seconds) };
     const baseline = await startBenchServer('baseline-server.ts');
-    const bare = await cannon(
-      { name: 'bare', url: `http://127.0.0.1:${baseline.port}/constant` },
-      apiSeconds,
-    );
-    baseline.child.kill('SIGTERM');
     const api = `http://127.0.0.1:${replay.service.httpPort}${API_PREFIX}`;
     const keyed = keyedOrganizations(data);
     const tags = new Map<number, string>();
@@ -144,21 +142,52 @@ async function main(): Promise<void> {
       tags.set(org, answer.headers.get('etag') ?? '');
     }
     const randomOrg = (): number => keyed[Math.floor(Math.random() * keyed.length)]!;
-    const plain = await cannon(
-      { name: 'no tag', url: `${api}/orders?limit=50`, key: () => benchKeyOf(randomOrg()) },
-      apiSeconds,
-    );
-    const conditional = await cannon(
-      {
-        name: '304',
-        url: `${api}/orders?limit=50`,
-        headers: () => {
-          const org = randomOrg();
-          return { authorization: `Bearer ${benchKeyOf(org)}`, 'if-none-match': tags.get(org)! };
-        },
-      },
-      apiSeconds,
-    );
+    // The three loads take turns, round after round: a drift of the machine's speed during the run
+    // then weighs on each of them alike, where one figure after the other would load it on one.
+    const rounds: Record<'bare' | 'plain' | 'conditional', Awaited<ReturnType<typeof cannon>>>[] = [];
+    for (let round = 0; round < pollRounds; round += 1) {
+      rounds.push({
+        bare: await cannon({ name: 'bare', url: `http://127.0.0.1:${baseline.port}/constant` }, apiSeconds),
+        plain: await cannon(
+          { name: 'no tag', url: `${api}/orders?limit=50`, key: () => benchKeyOf(randomOrg()) },
+          apiSeconds,
+        ),
+        conditional: await cannon(
+          {
+            name: '304',
+            url: `${api}/orders?limit=50`,
+            headers: () => {
+              const org = randomOrg();
+              return { authorization: `Bearer ${benchKeyOf(org)}`, 'if-none-match': tags.get(org)! };
+            },
+          },
+          apiSeconds,
+        ),
+      });
+    }
+    baseline.child.kill('SIGTERM');
+    /** requests per second over every round, and the load's statuses over every round */
+    const overall = (load: 'bare' | 'plain' | 'conditional') => {
+      const statuses: Record<string, number> = {};
+      for (const round of rounds) {
+        for (const [code, count] of Object.entries(round[load].statuses))
+          statuses[code] = (statuses[code] ?? 0) + count;
+      }
+      return {
+        rps: Math.round(rounds.reduce((sum, round) => sum + round[load].rps, 0) / rounds.length),
+        p99: Math.max(...rounds.map((round) => round[load].p99)),
+        statuses,
+      };
+    };
+    const bare = overall('bare');
+    const plain = overall('plain');
+    const conditional = overall('conditional');
+    const perRound = rounds
+      .map(
+        (round) =>
+          `${(round.conditional.rps / round.bare.rps).toFixed(3)} (${round.conditional.rps} / ${round.bare.rps})`,
+      )
+      .join(', ');
 
     const lines = [
       `replicas and polling, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,
@@ -168,9 +197,11 @@ async function main(): Promise<void> {
       `| new replica, full replay: start to ready | ${(replay.ms / 1000).toFixed(1)} s | | |`,
       `| snapshot --to on the serving replica | ${(snapshotMs / 1000).toFixed(1)} s, ${snapshotMb} MB | | |`,
       `| new replica from the snapshot: restore + start to ready | ${((restoreMs + restored.ms) / 1000).toFixed(1)} s (restore ${(restoreMs / 1000).toFixed(1)} s) | ${(replay.ms / 1000).toFixed(1)} s full replay | ${((restoreMs + restored.ms) / replay.ms).toFixed(3)} |`,
-      `| bare Fastify, constant JSON | ${bare.rps} req/s, p99 ${bare.p99} ms | | |`,
+      `| bare Fastify, constant JSON (mean of ${pollRounds} rounds) | ${bare.rps} req/s, p99 ${bare.p99} ms | | |`,
       `| GET /orders?limit=50, random organizations, no tag | ${plain.rps} req/s, p99 ${plain.p99} ms, ${JSON.stringify(plain.statuses)} | ${bare.rps} req/s bare | ${(plain.rps / bare.rps).toFixed(3)} |`,
       `| the same with If-None-Match of the current tag (304) | ${conditional.rps} req/s, p99 ${conditional.p99} ms, ${JSON.stringify(conditional.statuses)} | ${bare.rps} req/s bare | ${(conditional.rps / bare.rps).toFixed(3)} (goal ≥ 0.7) |`,
+      '',
+      `${pollRounds} rounds of ${apiSeconds.measure} s per load, taking turns (bare, no tag, 304); figures are the means over the rounds, p99 the highest; 304 ÷ bare per round: ${perRound}`,
     ];
     console.log(lines.join('\n'));
   } finally {

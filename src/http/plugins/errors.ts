@@ -5,6 +5,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { ApiError, orderNotFound, sendError, statusError } from '../errors.js';
+import { echoRequestId } from './observability.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -27,6 +28,8 @@ export function frameworkErrorOptions(
 ): Pick<FastifyServerOptions, 'frameworkErrors' | 'clientErrorHandler'> {
   return {
     frameworkErrors: (error, request, reply) => {
+      // the router answers these before any onRequest hook runs
+      echoRequestId(request, reply);
       const statusCode = error.statusCode ?? 400;
       if (error.code !== 'FST_ERR_MAX_PARAM_LENGTH') {
         void sendError(reply, statusError(statusCode, error.message));

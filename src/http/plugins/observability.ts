@@ -1,6 +1,6 @@
 /** Request ids (a caller's `X-Request-Id` kept when sane, else a UUID; echoed on every answer) and request metrics. */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { ServiceMetrics } from '../../metrics.js';
 
 export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
@@ -10,22 +10,36 @@ export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
   },
 };
 
+/** Echoes the request id; for answers given before any hook runs (framework errors). */
+export function echoRequestId(request: FastifyRequest, reply: FastifyReply): void {
+  void reply.header('x-request-id', request.id);
+}
+
 export function observability(app: FastifyInstance, metrics: ServiceMetrics | undefined): void {
-  app.addHook('onSend', (request, reply, payload, done) => {
-    void reply.header('x-request-id', request.id);
-    done(null, payload);
+  // Set when the request arrives, not in onSend: every answer after it keeps its headers, and a
+  // route with no onSend hook skips Fastify's onSend hook runner (the 304 path is mostly headers).
+  app.addHook('onRequest', (request, reply, done) => {
+    echoRequestId(request, reply);
+    done();
   });
   const httpDuration = metrics?.httpDuration;
   if (httpDuration === undefined) return;
+  // One labelled child per method, route and status, looked up by a plain string: prom-client would
+  // otherwise check and sort the label object of every observation.
+  const children = new Map<string, { observe: (seconds: number) => void }>();
   app.addHook('onResponse', (request, reply, done) => {
-    httpDuration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status_code: String(reply.statusCode),
-      },
-      reply.elapsedTime / 1000,
-    );
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = children.get(key);
+    if (child === undefined) {
+      // Methods, routes and status codes are few: Node parses known methods only.
+      if (children.size >= maxChildren) children.clear();
+      child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) });
+      children.set(key, child);
+    }
+    child.observe(reply.elapsedTime / 1000);
     done();
   });
 }
+
+const maxChildren = 1000;
