@@ -8,7 +8,7 @@ import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
 import type { KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { closeAsStandaloneFile, openReadModel } from '../read-model/database.js';
+import { openBuildFile } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { runProjection } from './projector.js';
@@ -68,7 +68,9 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
   const total = targets.reduce((sum, t) => sum + (t.high - t.low), 0);
 
   const building = options.files.newBuildingFile();
-  const db = openReadModel(building);
+  // A bulk-load file (see openBuildFile): any failure below removes it.
+  const build = openBuildFile(building);
+  const { db } = build;
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
   let deadLetters = 0;
   const progress = (): RebuildProgress => ({
@@ -114,7 +116,7 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
         await options.port.deleteGroup(groupId);
       }
     }
-    closeAsStandaloneFile(db);
+    build.finish();
   } catch (error) {
     if (db.open) db.close();
     options.files.removeBuild(building);

@@ -14,15 +14,14 @@ export const testTopics: Record<TopicRole, string> = {
   apiKeys: 'api-keys',
 };
 
-/** An in-memory read model with a writer, fed events directly (no Kafka). */
-export function memoryReadModel(): {
+/** An in-memory read model (or the given file's) with a writer, fed events directly (no Kafka). */
+export function memoryReadModel(db: ReadModelDatabase = openReadModel(':memory:')): {
   db: ReadModelDatabase;
   writer: ReadModelWriter;
   apply: (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]) => void;
   /** Applies the events in batches of up to `size` messages per topic, in the order given. */
   applyInBatches: (size: number, events: readonly DomainEvent[]) => void;
 } {
-  const db = openReadModel(':memory:');
   const writer = new ReadModelWriter(db, roleOfTopic(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
   const nextOffset = new Map<string, number>();
   const apply = (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]): void => {
