@@ -5,8 +5,10 @@
  * costs a fraction of validating it with zod on every request.
  */
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
+import type { FastifyReply } from 'fastify';
 import type { FastifySerializerCompiler } from 'fastify/types/schema.js';
 import { z } from 'zod';
+import type { ArticleList, OrderList } from '../../schemas/api.js';
 
 export function responseSerializerCompiler(): FastifySerializerCompiler<unknown> {
   const compile = SerializerSelector()();
@@ -21,4 +23,42 @@ export function responseSerializerCompiler(): FastifySerializerCompiler<unknown>
       url,
       httpStatus: httpStatus ?? '200',
     });
+}
+
+/*
+ * The two answers that carry many rows are written by hand: field for field what their response
+ * schemas serialize (test/http/serializer.unit.test.ts holds them equal to JSON.stringify), in
+ * about half the time of the compiled serializer on a page of 50 orders. Strings that come from
+ * events go through JSON.stringify; timestamps come from formatApiTimestamp and order_status from a
+ * fixed set, neither with a character JSON escapes.
+ */
+
+/** The JSON text of a GET /orders answer. */
+export function orderListJson(list: OrderList): string {
+  let data = '';
+  for (const order of list.data) {
+    if (data !== '') data += ',';
+    data +=
+      `{"id":${order.id},"press_release_title":${JSON.stringify(order.press_release_title)},` +
+      `"order_status":"${order.order_status}","distribution_date_utc":"${order.distribution_date_utc}",` +
+      `"created_at":"${order.created_at}"}`;
+  }
+  return `{"data":[${data}],"total":${list.total},"limit":${list.limit},"offset":${list.offset}}`;
+}
+
+/** The JSON text of a GET /orders/{id}/articles answer. */
+export function articleListJson(list: ArticleList): string {
+  let data = '';
+  for (const article of list.data) {
+    if (data !== '') data += ',';
+    data +=
+      `{"id":${article.id},"article_url":${JSON.stringify(article.article_url)},` +
+      `"published_at":"${article.published_at}","website_domain":${JSON.stringify(article.website_domain)}}`;
+  }
+  return `{"order_id":${list.order_id},"press_release_title":${JSON.stringify(list.press_release_title)},"data":[${data}]}`;
+}
+
+/** Sends JSON text written by hand: Fastify sends a string with a JSON content type as it is. */
+export function sendJsonText(reply: FastifyReply, json: string): void {
+  void reply.type('application/json; charset=utf-8').send(json);
 }

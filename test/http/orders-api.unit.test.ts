@@ -85,7 +85,7 @@ describe('GET /orders (SPEC rules)', () => {
   it('rule 5: answers 200 with the Order list envelope, timestamps in UTC as YYYY-MM-DD HH:MM:SS', async () => {
     const response = await api.get('/orders?status=processing', key);
     expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(response.body).toEqual({
       data: [
         {
@@ -130,6 +130,7 @@ describe('GET /orders/{id}/articles (SPEC rules)', () => {
   it('rule 1: answers 200 with the Article list envelope', async () => {
     const response = await api.get('/orders/2/articles', key);
     expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(response.body).toEqual({
       order_id: 2,
       press_release_title: 'Press release 2',

@@ -4,6 +4,7 @@ import { ArticleList, ErrorBody, OrderIdParams } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, sendNotModified, setValidators } from '../conditional.js';
 import { orderNotFound, sendError } from '../errors.js';
+import { articleListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, securedErrorResponses } from './common.js';
 
 export function orderArticlesRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod {
@@ -50,7 +51,10 @@ export function orderArticlesRoute(readerOf: () => ApiReads): FastifyPluginAsync
           void sendError(reply, orderNotFound);
           return;
         }
-        return { order_id: orderId, press_release_title: found.title, data: found.articles };
+        sendJsonText(
+          reply,
+          articleListJson({ order_id: orderId, press_release_title: found.title, data: found.articles }),
+        );
       },
     );
     return Promise.resolve();

@@ -12,6 +12,7 @@ import {
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
 import { ApiError } from '../errors.js';
+import { orderListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, securedErrorResponses } from './common.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
@@ -84,7 +85,7 @@ export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod 
           'link',
           pageLinks(request.url.split('?')[0] ?? '', { limit, offset, status, total: page.total }),
         );
-        return { data: page.orders, total: page.total, limit, offset };
+        sendJsonText(reply, orderListJson({ data: page.orders, total: page.total, limit, offset }));
       },
     );
     return Promise.resolve();

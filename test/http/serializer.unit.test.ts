@@ -1,0 +1,74 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ArticleList, OrderList } from '../../schemas/api.js';
+import { articleListJson, orderListJson, responseSerializerCompiler } from '../../src/http/serializer.js';
+import { formatApiTimestamp } from '../../src/read-model/reader.js';
+
+/** Any string an event may carry: quotes, backslashes, control characters, lone surrogates, emoji. */
+const text = fc.oneof(
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.string({
+    unit: fc.constantFrom('"', '\\', '\n', '\u0000', '\u001f', '\u2028', '\ud800', 'é', '😀', 'a'),
+    maxLength: 12,
+  }),
+);
+/** Timestamps as the reader formats them, years 0000–9999 and beyond. */
+const timestamp = fc
+  .integer({ min: Date.parse('0000-01-01T00:00:00Z') - 1e12, max: Date.parse('9999-12-31T23:59:59Z') + 1e12 })
+  .map(formatApiTimestamp);
+const id = fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER });
+
+const orderList = fc.record({
+  data: fc.array(
+    fc.record({
+      id,
+      press_release_title: text,
+      order_status: fc.constantFrom('finished' as const, 'processing' as const),
+      distribution_date_utc: timestamp,
+      created_at: timestamp,
+    }),
+    { maxLength: 60 },
+  ),
+  total: fc.nat(),
+  limit: fc.integer({ min: 1, max: 200 }),
+  offset: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+});
+const articleList = fc.record({
+  order_id: id,
+  press_release_title: text,
+  data: fc.array(fc.record({ id, article_url: text, published_at: timestamp, website_domain: text }), {
+    maxLength: 20,
+  }),
+});
+
+/** What the route's response schema would have sent (the serializer Fastify compiles from it). */
+const compiled = (schema: typeof OrderList | typeof ArticleList) =>
+  responseSerializerCompiler()({ schema, method: 'GET', url: '/', httpStatus: '200' }) as (
+    data: unknown,
+  ) => string;
+
+describe('hand-written answers', () => {
+  it('GET /orders: the same text as JSON.stringify, and the same value as the compiled schema serializer (property)', () => {
+    const viaSchema = compiled(OrderList);
+    fc.assert(
+      fc.property(orderList, (list) => {
+        const json = orderListJson(list);
+        expect(json).toBe(JSON.stringify(list));
+        expect(JSON.parse(json)).toEqual(JSON.parse(viaSchema(list)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('GET /orders/{id}/articles: the same text as JSON.stringify, and the same value as the compiled schema serializer (property)', () => {
+    const viaSchema = compiled(ArticleList);
+    fc.assert(
+      fc.property(articleList, (list) => {
+        const json = articleListJson(list);
+        expect(json).toBe(JSON.stringify(list));
+        expect(JSON.parse(json)).toEqual(JSON.parse(viaSchema(list)));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
