@@ -1,11 +1,16 @@
 /** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { createContractTopicSet, spawnServiceCommand, waitUntil } from '../tools/harness.js';
+import {
+  createContractTopicSet,
+  spawnServiceCommand,
+  useServiceRuntime,
+  waitUntil,
+} from '../tools/harness.js';
 import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafka.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
@@ -185,6 +190,16 @@ export interface ServiceProcess {
   stop: () => Promise<void>;
   /** peak resident set size so far (VmHWM), MB */
   peakRssMb: () => number;
+}
+
+/**
+ * Builds the service (`npm run build`) and makes every later service process of this benchmark run
+ * the built JavaScript, as `npm start` does: the figures, memory included, are the shipped service's,
+ * with no transpiler loaded. The benchmarks' entry points call this; the smoke test runs the source.
+ */
+export function useBuiltService(): void {
+  execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { cwd: root, stdio: 'inherit' });
+  useServiceRuntime('dist');
 }
 
 export async function startServiceProcess(

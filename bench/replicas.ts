@@ -24,6 +24,7 @@ import {
   keyedOrganizations,
   publishBenchData,
   startServiceProcess,
+  useBuiltService,
   waitUntil,
   type BenchData,
   type ServiceProcess,
@@ -90,6 +91,7 @@ async function startUntilReady(
 }
 
 async function main(): Promise<void> {
+  useBuiltService();
   const broker = await benchBroker();
   const dir = mkdtempSync(join(tmpdir(), 'bench-replicas-'));
   const services: ServiceProcess[] = [];

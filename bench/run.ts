@@ -35,6 +35,7 @@ import {
   root,
   startServiceProcess,
   timeIngest,
+  useBuiltService,
   waitUntil,
   type BenchData,
 } from './lib.js';
@@ -564,6 +565,7 @@ if (isEntryPoint(import.meta.url)) {
     largeOrganizationOrders: Math.round(orders / 5),
     organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
   };
+  useBuiltService();
   const started = new Date();
   runBench(
     which,

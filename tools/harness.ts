@@ -15,13 +15,31 @@ export function isEntryPoint(moduleUrl: string): boolean {
   return process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(moduleUrl);
 }
 
-/** Runs a command of the service's executable (`src/main.ts`, through tsx) with `env`. */
+/**
+ * How the service's executable runs: `source` is `src/main.ts` through tsx (tests, development);
+ * `dist` is what `npm start` runs, the JavaScript `npm run build` left in dist/ with no transpiler
+ * loaded (benchmarks, so that their figures, memory included, are the shipped service's).
+ */
+export type ServiceRuntime = 'source' | 'dist';
+
+let serviceRuntime: ServiceRuntime = 'source';
+
+/** Makes every later service command of this process run as `runtime`. */
+export function useServiceRuntime(runtime: ServiceRuntime): void {
+  serviceRuntime = runtime;
+}
+
+/** Runs a command of the service's executable with `env`, as the chosen runtime. */
 export function spawnServiceCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
 ): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', join(projectRoot, 'src', 'main.ts'), ...args], {
+  const entry =
+    serviceRuntime === 'dist'
+      ? [join(projectRoot, 'dist', 'src', 'main.js')]
+      : ['--import', 'tsx', join(projectRoot, 'src', 'main.ts')];
+  return spawn(process.execPath, [...entry, ...args], {
     cwd: projectRoot,
     env,
     stdio,
