@@ -14,6 +14,7 @@ import { runServiceCommand } from '../tools/harness.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
+import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
   benchBroker,
@@ -26,6 +27,7 @@ import {
   startServiceProcess,
   useBuiltService,
   waitUntil,
+  warmPageCache,
   type BenchData,
   type ServiceProcess,
 } from './lib.js';
@@ -132,6 +134,8 @@ async function main(): Promise<void> {
       500,
     );
     const apiSeconds = { measure: seconds, warmUp: Math.min(3, seconds) };
+    const servedFile = new ModelFiles(join(dir, 'replica-1')).currentFile();
+    if (servedFile !== null) warmPageCache(servedFile);
     const baseline = await startBenchServer('baseline-server.ts');
     const api = `http://127.0.0.1:${replay.service.httpPort}${API_PREFIX}`;
     const keyed = keyedOrganizations(data);
