@@ -35,5 +35,5 @@ VOLUME ["/data"]
 EXPOSE 8080 9464
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD node -e "fetch('http://127.0.0.1:'+process.env.ADMIN_PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "dist/src/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=4", "dist/src/main.js"]
 CMD ["serve"]

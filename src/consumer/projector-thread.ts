@@ -48,8 +48,9 @@ export function startProjectorThread(
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
-    // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process.
-    resourceLimits: { maxOldGenerationSizeMb: 192, maxYoungGenerationSizeMb: 16 },
+    // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process
+    // (192 MB measured about 20 MB more peak memory than 96 MB, at the same ingest rate).
+    resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
   });
   const positions = new Map<string, number>();
   let stopping = false;

