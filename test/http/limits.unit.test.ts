@@ -64,7 +64,11 @@ describe('rate limiting and request limits', () => {
       message: expect.any(String) as string,
     });
     expect(longUrl.status).toBe(431);
+    // answered by Node's parser before a request exists: a fresh id, as on every other answer
+    expect(longHeader.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    expect(longUrl.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(longId.status).toBe(404);
+    expect(longId.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     expect(await longId.json()).toEqual({
       error: 'Not Found',
       message: 'The order was not found or is not accessible with this API key.',

@@ -3,6 +3,7 @@
  * malformed HTTP, validation (a route names its 422 texts in `config.queryErrors`), unknown routes
  * (401 first without a valid key) and unexpected failures (500, logged, no internals).
  */
+import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { ApiError, orderNotFound, sendError, statusError } from '../errors.js';
 import { echoRequestId } from './observability.js';
@@ -48,6 +49,8 @@ export function frameworkErrorOptions(
       if (socket.writable) {
         socket.end(
           `HTTP/1.1 ${statusCode} ${answer.error}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+            // no request exists yet, so no id to reuse: a fresh one, as on every other answer
+            `X-Request-Id: ${randomUUID()}\r\n` +
             `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
         );
       } else {
