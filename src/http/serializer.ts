@@ -33,29 +33,34 @@ export function responseSerializerCompiler(): FastifySerializerCompiler<unknown>
  * formatApiTimestamp and order_status from a fixed set, neither with a character JSON escapes.
  */
 
+/** `[item,item,…]`, each item's JSON text from `itemJson`. */
+function jsonArray<T>(items: readonly T[], itemJson: (item: T) => string): string {
+  let text = '';
+  for (const item of items) text += text === '' ? itemJson(item) : `,${itemJson(item)}`;
+  return `[${text}]`;
+}
+
 /** The JSON text of a GET /orders answer. */
 export function orderListJson(list: OrderList): string {
-  let data = '';
-  for (const order of list.data) {
-    if (data !== '') data += ',';
-    data +=
+  const data = jsonArray(
+    list.data,
+    (order) =>
       `{"id":${order.id},"press_release_title":${JSON.stringify(order.press_release_title)},` +
       `"order_status":"${order.order_status}","distribution_date_utc":"${order.distribution_date_utc}",` +
-      `"created_at":"${order.created_at}"}`;
-  }
-  return `{"data":[${data}],"total":${list.total},"limit":${list.limit},"offset":${list.offset}}`;
+      `"created_at":"${order.created_at}"}`,
+  );
+  return `{"data":${data},"total":${list.total},"limit":${list.limit},"offset":${list.offset}}`;
 }
 
 /** The JSON text of a GET /orders/{id}/articles answer. */
 export function articleListJson(list: ArticleList): string {
-  let data = '';
-  for (const article of list.data) {
-    if (data !== '') data += ',';
-    data +=
+  const data = jsonArray(
+    list.data,
+    (article) =>
       `{"id":${article.id},"article_url":${JSON.stringify(article.article_url)},` +
-      `"published_at":"${article.published_at}","website_domain":${JSON.stringify(article.website_domain)}}`;
-  }
-  return `{"order_id":${list.order_id},"press_release_title":${JSON.stringify(list.press_release_title)},"data":[${data}]}`;
+      `"published_at":"${article.published_at}","website_domain":${JSON.stringify(article.website_domain)}}`,
+  );
+  return `{"order_id":${list.order_id},"press_release_title":${JSON.stringify(list.press_release_title)},"data":${data}}`;
 }
 
 /** Sends JSON text written by hand: Fastify sends a string with a JSON content type as it is. */
