@@ -16,6 +16,8 @@ export interface ServiceConfig {
   http: { host: string; port: number };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number };
+  /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
+  rebuild: { workShare: number };
   rateLimit: { max: number; windowMs: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
 }
@@ -59,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       stallTimeoutMs: e.STALL_TIMEOUT_MS,
       lagCheckIntervalMs: e.LAG_CHECK_INTERVAL_MS,
     },
+    rebuild: { workShare: e.REBUILD_WORK_SHARE },
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     logLevel: e.LOG_LEVEL,
   };

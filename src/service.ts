@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
 import { startKeysWatch } from './consumer/keys-watch.js';
+import { newRequestCounter } from './consumer/pacing.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
@@ -52,6 +53,8 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
   }
 
+  // Counted by the API, read by projectors that give way to requests (candidates catching up).
+  const requests = newRequestCounter();
   let lifecycle: ReadModelLifecycle | null = null;
   const metrics = new ServiceMetrics(() => lifecycle?.servedFile() ?? null);
   lifecycle = new ReadModelLifecycle({
@@ -63,14 +66,20 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     readyMaxLag: config.health.readyMaxLag,
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
-    startProjector: (spec) => startProjectorThread({ ...spec, config, logger }),
+    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests }),
     startKeysWatch: (groupId) => startKeysWatch({ port: kafka, topics: config.topics, groupId, logger }),
     events: metrics.lifecycleEvents(),
   });
   const running = lifecycle;
   running.start();
 
-  const app = await buildApp({ readerOf: () => running.reads, logger, metrics, rateLimit: config.rateLimit });
+  const app = await buildApp({
+    readerOf: () => running.reads,
+    logger,
+    metrics,
+    rateLimit: config.rateLimit,
+    requests,
+  });
   const admin = await buildAdminApp({ health: () => running.health(), metrics, logger });
   await app.listen({ host: config.http.host, port: config.http.port });
   await admin.listen({ host: config.admin.host, port: config.admin.port });

@@ -10,6 +10,9 @@ export interface ProjectorWorkerData {
   file: string;
   groupId: string;
   config: ServiceConfig;
+  /** shared memory: the API's request count and this generation's give-way flag (`pacing.ts`) */
+  requests: Int32Array;
+  giveWay: Int32Array;
 }
 
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };
@@ -38,13 +41,15 @@ export class ProjectorThreadFailed extends Error {
 export type ProjectorThread = RunningProjector & { terminate(): Promise<void> };
 
 export function startProjectorThread(
-  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger },
+  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger; requests: Int32Array },
 ): Promise<ProjectorThread> {
   const worker = new Worker(workerUrl, {
     workerData: {
       file: spec.file,
       groupId: spec.groupId,
       config: spec.config,
+      requests: spec.requests,
+      giveWay: spec.giveWay,
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],

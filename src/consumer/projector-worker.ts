@@ -5,6 +5,7 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { roleOfTopic } from '../config.js';
 import { kafkaPortOf } from '../kafka/client.js';
@@ -12,10 +13,11 @@ import type { Consumption } from '../kafka/port.js';
 import { createLogger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { ReadModelWriter } from '../read-model/writer.js';
+import { maxPauseMs, Pacer } from './pacing.js';
 import { runProjection } from './projector.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
-const { file, groupId, config } = workerData as ProjectorWorkerData;
+const { file, groupId, config, requests, giveWay } = workerData as ProjectorWorkerData;
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
@@ -39,6 +41,10 @@ try {
 const db = openReadModel(file);
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = kafkaPortOf(config, logger);
+const pacer = new Pacer(requests, giveWay, performance.now(), {
+  share: config.rebuild.workShare,
+  maxPauseMs,
+});
 const starting: Promise<Consumption> = runProjection({
   port: kafka,
   groupId,
@@ -47,6 +53,10 @@ const starting: Promise<Consumption> = runProjection({
   logger,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
+  afterBatch: () => {
+    const pause = pacer.pauseAfterBatch(performance.now());
+    return pause > 0 ? sleep(pause) : undefined;
+  },
 });
 let ending = false;
 

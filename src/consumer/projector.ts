@@ -19,6 +19,8 @@ export interface ProjectionOptions {
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
+  /** runs after each applied batch; the next batch of the partition waits for it (pacing) */
+  afterBatch?: () => Promise<void> | void;
 }
 
 export function runProjection(options: ProjectionOptions): Promise<Consumption> {
@@ -63,6 +65,7 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       if (outcome.nextOffset !== null) {
         options.onBatch?.({ topic: batch.topic, partition: batch.partition, outcome });
       }
+      return options.afterBatch?.();
     },
   });
 }

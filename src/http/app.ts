@@ -28,6 +28,8 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   /** per-key request limit; absent or max 0: no limit */
   rateLimit?: RateLimit;
+  /** shared memory counting requests, for projectors that give way to them (`consumer/pacing.ts`) */
+  requests?: Int32Array;
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -55,7 +57,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   );
   app.setSerializerCompiler(responseSerializerCompiler());
   await openApi(app);
-  observability(app, deps.metrics);
+  observability(app, deps.metrics, deps.requests);
   errorHandling(app, authenticated);
   await app.register(
     async (api) => {

@@ -4,6 +4,7 @@
  * every partition.
  */
 import { writeSql } from '../../projections/orders/sql.js';
+import { newGiveWayFlag } from '../consumer/pacing.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
 import { ReadModelReader } from '../read-model/reader.js';
 import { offsetKey } from '../read-model/writer.js';
@@ -30,6 +31,8 @@ export interface Generation {
   supervisor: Supervisor | null;
   /** positions stored in the file when it was opened: all there is for a file nobody projects into */
   openedAt: Positions;
+  /** set while it is a candidate: its projector gives way to the API's requests (`pacing.ts`) */
+  giveWay: Int32Array;
 }
 
 export function positionsOf(generation: Generation): Positions {
@@ -66,5 +69,6 @@ export function openGeneration(file: string): Generation {
     currentVersion,
     supervisor: null,
     openedAt,
+    giveWay: newGiveWayFlag(false),
   };
 }

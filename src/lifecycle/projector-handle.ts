@@ -18,6 +18,8 @@ export interface ProjectorSpec {
   file: string;
   /** consumer group membership; positions come from the file */
   groupId: string;
+  /** a flag in shared memory (`pacing.ts`): while set, the projector gives way to API requests */
+  giveWay: Int32Array;
   onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
   /** a partition stopped at a batch the client cannot read (paused and retried; the others go on) */
   onUnreadable?: (batch: UnreadableBatch) => void;

@@ -16,6 +16,7 @@ import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
 import { hasReached, openGeneration, positionsOf, type Generation, type Positions } from './generations.js';
 import type { KeysWatch } from '../consumer/keys-watch.js';
+import { setGiveWay } from '../consumer/pacing.js';
 import type { StartProjector } from './projector-handle.js';
 import { lagOf, readiness, totalLag, type LagSnapshot, type PartitionLag } from './readiness.js';
 import { serviceState, ServiceStateMachine, type ServiceState } from './state.js';
@@ -312,6 +313,7 @@ export class ReadModelLifecycle {
 
   private adopt(candidate: Generation): void {
     const groupId = `${this.options.groupId}.candidate.${this.options.clock.now()}`;
+    setGiveWay(candidate.giveWay, true);
     candidate.supervisor = this.supervise(candidate, groupId, 'candidate');
     this.candidate = candidate;
     this.refreshState();
@@ -340,6 +342,7 @@ export class ReadModelLifecycle {
         this.options.startProjector({
           file: generation.file,
           groupId,
+          giveWay: generation.giveWay,
           onBatch: (topic, partition, outcome) => this.batchApplied(generation, topic, partition, outcome),
           onUnreadable: (batch) => {
             this.options.events?.unreadable?.(batch);
@@ -444,6 +447,8 @@ export class ReadModelLifecycle {
     if (candidate === null || this.switching || this.stopping) return;
     if (!hasReached(positionsOf(candidate), positionsOf(this.served))) return;
     this.switching = true;
+    // The served model gets no events until the swap: the last few batches run at full speed.
+    setGiveWay(candidate.giveWay, false);
     this.refreshState();
     const previous = this.served;
     try {
@@ -460,6 +465,7 @@ export class ReadModelLifecycle {
         reached = hasReached(positionsOf(candidate), final);
       }
       if (!reached || this.isStopping()) {
+        setGiveWay(candidate.giveWay, true);
         if (stoppedProjector && !this.isStopping()) {
           previous.supervisor = this.supervise(previous, this.options.groupId, 'served');
           this.options.logger.warn(
@@ -490,6 +496,7 @@ export class ReadModelLifecycle {
         this.options.files.removeGeneration(previous.file);
       });
     } catch (error) {
+      if (this.candidate === candidate) setGiveWay(candidate.giveWay, true);
       // Nothing was swapped: keep serving, and projecting into, the current model.
       if (
         this.served === previous &&

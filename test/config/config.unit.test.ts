@@ -27,6 +27,13 @@ describe('configuration', () => {
     });
   });
 
+  it('takes a rebuild work share above 0 and up to 1, a quarter by default', () => {
+    expect(loadConfig({}).rebuild.workShare).toBe(0.25);
+    expect(loadConfig({ REBUILD_WORK_SHARE: '1' }).rebuild.workShare).toBe(1);
+    expect(() => loadConfig({ REBUILD_WORK_SHARE: '0' })).toThrow(/REBUILD_WORK_SHARE/);
+    expect(() => loadConfig({ REBUILD_WORK_SHARE: '1.5' })).toThrow(/REBUILD_WORK_SHARE/);
+  });
+
   it('stops the executable with exit code 2 and the list of problems', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
       env: { PATH: process.env['PATH'], TOPIC_ORDERS: 'same', TOPIC_API_KEYS: 'same' },

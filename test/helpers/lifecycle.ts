@@ -21,6 +21,8 @@ export interface LifecycleFixture {
   publish: (events: readonly DomainEvent[], options?: { markers?: boolean }) => void;
   /** measures lag and checks proposals, as the service's timers do */
   tick: () => Promise<void>;
+  /** whether the projectors of a file are told to give way to requests now; null: none was started */
+  givesWay: (file: string) => boolean | null;
 }
 
 export function lifecycleFixture(
@@ -34,6 +36,8 @@ export function lifecycleFixture(
   const restarts: LifecycleFixture['restarts'] = [];
   const transitions: LifecycleFixture['transitions'] = [];
   const logger = pino({ level: 'silent' });
+  const giveWayFlags = new Map<string, Int32Array>();
+  const startInProcess = inProcessProjectors(kafka, testTopics, logger, options.beforeBatch);
   const lifecycle = new ReadModelLifecycle({
     files,
     topics: testTopics,
@@ -44,7 +48,10 @@ export function lifecycleFixture(
     stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
     backoff: { initialMs: 20, maxMs: 200 },
     endOffsets: (topics) => kafka.endOffsets(topics),
-    startProjector: inProcessProjectors(kafka, testTopics, logger, options.beforeBatch),
+    startProjector: (spec) => {
+      giveWayFlags.set(spec.file, spec.giveWay);
+      return startInProcess(spec);
+    },
     events: {
       restarted: (projector, reason) => restarts.push({ projector, reason }),
       stateChanged: (from, to, allowed) => transitions.push({ from, to, allowed }),
@@ -70,6 +77,10 @@ export function lifecycleFixture(
       await lifecycle.checkLag().catch(() => undefined);
       lifecycle.checkProposals();
       await lifecycle.maybeSwitch();
+    },
+    givesWay: (file) => {
+      const flag = giveWayFlags.get(file);
+      return flag === undefined ? null : Atomics.load(flag, 0) === 1;
     },
   };
 }

@@ -120,6 +120,9 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     f.files.proposeNext(proposed);
     f.lifecycle.checkProposals();
     expect(f.lifecycle.health().state).toBe('rebuilding');
+    // The candidate's projector gives way to API requests; the served model's never does.
+    expect(f.givesWay(proposed)).toBe(true);
+    expect(f.givesWay(first)).toBe(false);
 
     const totals: number[] = [];
     const sawDeleted: boolean[] = [];
@@ -138,6 +141,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
     expect(f.lifecycle.servedFile()).toBe(proposed);
+    expect(f.givesWay(proposed)).toBe(false);
     expect(f.files.currentFile()).toBe(proposed);
     expect(f.files.nextFile()).toBeNull();
     expect(totals.every((total, i) => i === 0 || total >= totals[i - 1]!)).toBe(true);

@@ -10,7 +10,7 @@ import { appliedMessages } from '../../tools/model-progress.js';
 import { keyOf } from '../helpers/api.js';
 import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
-import { runLoad } from '../helpers/load.js';
+import { runLoad } from '../../tools/load.js';
 import { serviceFixture } from '../helpers/service.js';
 
 const orders = 20_000;

@@ -25,7 +25,7 @@ import { ModelFiles } from '../../src/read-model/files.js';
 import { startService } from '../../src/service.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
-import { runLoad } from '../helpers/load.js';
+import { runLoad } from '../../tools/load.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 import { serviceEnv } from '../helpers/service-process.js';

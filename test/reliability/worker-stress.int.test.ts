@@ -8,6 +8,7 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { newGiveWayFlag, newRequestCounter } from '../../src/consumer/pacing.js';
 import { startProjectorThread } from '../../src/consumer/projector-thread.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -54,6 +55,8 @@ describe('projector worker stress', () => {
           groupId: `stress-${i}`,
           config: fixture.config,
           logger,
+          requests: newRequestCounter(),
+          giveWay: newGiveWayFlag(false),
           onBatch: () => (batches += 1),
         });
         // Some stop at once, some mid-ingest, some after catching up.

@@ -1,6 +1,7 @@
 /** Request ids (a caller's `X-Request-Id` kept when sane, else a UUID; echoed on every answer) and request metrics. */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import { countRequest } from '../../consumer/pacing.js';
 import type { ServiceMetrics } from '../../metrics.js';
 
 export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
@@ -15,11 +16,16 @@ export function echoRequestId(request: FastifyRequest, reply: FastifyReply): voi
   void reply.header('x-request-id', request.id);
 }
 
-export function observability(app: FastifyInstance, metrics: ServiceMetrics | undefined): void {
+export function observability(
+  app: FastifyInstance,
+  metrics: ServiceMetrics | undefined,
+  requests: Int32Array | undefined,
+): void {
   // Set when the request arrives, not in onSend: every answer after it keeps its headers, and a
   // route with no onSend hook skips Fastify's onSend hook runner (the 304 path is mostly headers).
   app.addHook('onRequest', (request, reply, done) => {
     echoRequestId(request, reply);
+    if (requests !== undefined) countRequest(requests);
     done();
   });
   const httpDuration = metrics?.httpDuration;

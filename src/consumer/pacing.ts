@@ -1,0 +1,72 @@
+/**
+ * Giving way to API requests. A candidate model catching up (a version rebuild, an adopted
+ * proposal) is work nobody waits for by the minute, while the requests answered meanwhile are; on a
+ * machine with few cores the two compete for the same CPU. So the request thread counts the
+ * requests it receives in shared memory, and a projector told to give way pauses after each batch
+ * while requests keep arriving, working at most `share` of the wall-clock time. With no requests
+ * it runs at full speed. The served model's projector never gives way: its freshness (revocations
+ * included) is what the API answers from.
+ */
+
+/** A counter in shared memory: the request thread adds one per request, projector threads read it. */
+export function newRequestCounter(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+}
+
+export function countRequest(counter: Int32Array): void {
+  Atomics.add(counter, 0, 1);
+}
+
+/** A flag in shared memory, set by the lifecycle and read by the projector of one generation. */
+export function newGiveWayFlag(on: boolean): Int32Array {
+  const flag = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  setGiveWay(flag, on);
+  return flag;
+}
+
+export function setGiveWay(flag: Int32Array, on: boolean): void {
+  Atomics.store(flag, 0, on ? 1 : 0);
+}
+
+export interface PacingOptions {
+  /** the most of the wall-clock time a projector giving way works while requests arrive */
+  share: number;
+  /** the longest single pause: a batch that took long is not followed by seconds of nothing */
+  maxPauseMs: number;
+}
+
+/** The longest single pause after a batch. */
+export const maxPauseMs = 200;
+
+/**
+ * Decides the pause after each batch. The time a batch took is measured from the end of the
+ * previous pause, so it includes the fetch: the broker's work for this projector is paced too.
+ */
+export class Pacer {
+  private seen: number;
+  private since: number;
+
+  constructor(
+    private readonly requests: Int32Array,
+    private readonly giveWay: Int32Array,
+    now: number,
+    private readonly options: PacingOptions,
+  ) {
+    this.seen = Atomics.load(requests, 0);
+    this.since = now;
+  }
+
+  /** Milliseconds to pause after a batch that ended at `now`; 0 when no request arrived or the projector leads. */
+  pauseAfterBatch(now: number): number {
+    const count = Atomics.load(this.requests, 0);
+    const busy = count !== this.seen;
+    this.seen = count;
+    const worked = Math.max(0, now - this.since);
+    this.since = now;
+    const { share, maxPauseMs } = this.options;
+    if (!busy || share >= 1 || Atomics.load(this.giveWay, 0) === 0) return 0;
+    const pause = Math.min(maxPauseMs, (worked * (1 - share)) / share);
+    this.since = now + pause;
+    return pause;
+  }
+}
