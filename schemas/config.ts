@@ -31,7 +31,7 @@ export const ServiceEnv = z.object({
   STALL_TIMEOUT_MS: positiveInt.default(30_000),
   LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
-  REBUILD_WORK_SHARE: z.coerce.number().gt(0).max(1).default(0.25),
+  REBUILD_WORK_SHARE: z.coerce.number().min(0.05).max(1).default(0.25),
   /** requests per API key per window; 0 turns the limit off */
   RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(0),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),

@@ -24,19 +24,34 @@ export function newGiveWayFlag(on: boolean): Int32Array {
   return flag;
 }
 
+export function givesWay(flag: Int32Array): boolean {
+  return Atomics.load(flag, 0) === 1;
+}
+
+/** Sets or clears the flag; clearing it also ends a pause under way (`pause`). */
 export function setGiveWay(flag: Int32Array, on: boolean): void {
   Atomics.store(flag, 0, on ? 1 : 0);
+  Atomics.notify(flag, 0);
+}
+
+/** Waits `ms`, or less if the flag is cleared meanwhile (the switch to serve the model has begun). */
+export async function pause(flag: Int32Array, ms: number): Promise<void> {
+  const wait = Atomics.waitAsync(flag, 0, 1, ms);
+  if (wait.async) await wait.value;
 }
 
 export interface PacingOptions {
   /** the most of the wall-clock time a projector giving way works while requests arrive */
   share: number;
-  /** the longest single pause: a batch that took long is not followed by seconds of nothing */
+  /** the longest single pause (the rest is owed to the next batches) */
   maxPauseMs: number;
 }
 
-/** The longest single pause after a batch. */
-export const maxPauseMs = 200;
+/**
+ * The longest single pause after a batch. A pause owed beyond it is carried over to the next
+ * batches, so the share holds after long batches too, and stopping never waits longer than this.
+ */
+export const maxPauseMs = 1000;
 
 /**
  * Decides the pause after each batch. The time a batch took is measured from the end of the
@@ -45,6 +60,8 @@ export const maxPauseMs = 200;
 export class Pacer {
   private seen: number;
   private since: number;
+  /** pause owed by batches whose pause was capped */
+  private owed = 0;
 
   constructor(
     private readonly requests: Int32Array,
@@ -64,8 +81,13 @@ export class Pacer {
     const worked = Math.max(0, now - this.since);
     this.since = now;
     const { share, maxPauseMs } = this.options;
-    if (!busy || share >= 1 || Atomics.load(this.giveWay, 0) === 0) return 0;
-    const pause = Math.min(maxPauseMs, (worked * (1 - share)) / share);
+    if (!busy || share >= 1 || !givesWay(this.giveWay)) {
+      this.owed = 0;
+      return 0;
+    }
+    this.owed += (worked * (1 - share)) / share;
+    const pause = Math.min(maxPauseMs, this.owed);
+    this.owed -= pause;
     this.since = now + pause;
     return pause;
   }

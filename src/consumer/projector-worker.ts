@@ -5,7 +5,6 @@
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { roleOfTopic } from '../config.js';
 import { kafkaPortOf } from '../kafka/client.js';
@@ -13,7 +12,7 @@ import type { Consumption } from '../kafka/port.js';
 import { createLogger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { ReadModelWriter } from '../read-model/writer.js';
-import { maxPauseMs, Pacer } from './pacing.js';
+import { maxPauseMs, Pacer, pause } from './pacing.js';
 import { runProjection } from './projector.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
@@ -54,8 +53,8 @@ const starting: Promise<Consumption> = runProjection({
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
   afterBatch: () => {
-    const pause = pacer.pauseAfterBatch(performance.now());
-    return pause > 0 ? sleep(pause) : undefined;
+    const ms = pacer.pauseAfterBatch(performance.now());
+    return ms > 0 ? pause(giveWay, ms) : undefined;
   },
 });
 let ending = false;

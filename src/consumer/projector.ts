@@ -19,7 +19,7 @@ export interface ProjectionOptions {
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
-  /** runs after each applied batch; the next batch of the partition waits for it (pacing) */
+  /** runs after each applied batch of messages; the next batch waits for it (pacing) */
   afterBatch?: () => Promise<void> | void;
 }
 
@@ -65,7 +65,8 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       if (outcome.nextOffset !== null) {
         options.onBatch?.({ topic: batch.topic, partition: batch.partition, outcome });
       }
-      return options.afterBatch?.();
+      // A batch of only transaction markers comes from an event nobody waits for: no pacing there.
+      return batch.messages.length === 0 ? undefined : options.afterBatch?.();
     },
   });
 }

@@ -21,6 +21,13 @@ export function hasReached(candidate: Positions, served: Positions, topic?: stri
   return true;
 }
 
+/** Messages `candidate` still has to apply to reach `served` on every partition `served` has read. */
+export function distanceTo(candidate: Positions, served: Positions): number {
+  let distance = 0;
+  for (const [key, next] of served) distance += Math.max(0, next - (candidate.get(key) ?? 0));
+  return distance;
+}
+
 export interface Generation {
   file: string;
   db: ReadModelDatabase;

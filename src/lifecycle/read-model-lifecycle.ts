@@ -14,9 +14,16 @@ import { RebuildLocked, type ModelFiles } from '../read-model/files.js';
 import type { ApiReads } from '../read-model/reader.js';
 import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
-import { hasReached, openGeneration, positionsOf, type Generation, type Positions } from './generations.js';
+import {
+  distanceTo,
+  hasReached,
+  openGeneration,
+  positionsOf,
+  type Generation,
+  type Positions,
+} from './generations.js';
 import type { KeysWatch } from '../consumer/keys-watch.js';
-import { setGiveWay } from '../consumer/pacing.js';
+import { givesWay, setGiveWay } from '../consumer/pacing.js';
 import type { StartProjector } from './projector-handle.js';
 import { lagOf, readiness, totalLag, type LagSnapshot, type PartitionLag } from './readiness.js';
 import { serviceState, ServiceStateMachine, type ServiceState } from './state.js';
@@ -60,6 +67,14 @@ export interface LifecycleOptions {
   events?: LifecycleEvents;
   /** the keys topic alone, read in this thread while the served model gets no events (a version rebuild) */
   startKeysWatch?: (groupId: string) => Promise<KeysWatch>;
+  /** a candidate that has not come closer to the served model over this long stops giving way (default 30 s) */
+  candidateGainWindowMs?: number;
+}
+
+/** The distance a candidate must gain on the served model over a window, else it stops giving way. */
+interface GainMark {
+  distance: number;
+  at: number;
 }
 
 interface StallWatch {
@@ -72,6 +87,8 @@ interface StallWatch {
 export class ReadModelLifecycle {
   private served!: Generation;
   private candidate: Generation | null = null;
+  /** the candidate's distance to the served model when last marked (`paceCandidate`) */
+  private gainMark: GainMark | null = null;
   /** releases the rebuild lock this process holds for its own version rebuild */
   private releaseLock: (() => void) | null = null;
   private lag: LagSnapshot | null = null;
@@ -200,8 +217,37 @@ export class ReadModelLifecycle {
       this.lastEnds = ends;
       const ratio = this.candidateRatio();
       if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
+      this.paceCandidate(this.candidate, now);
     }
     this.refreshState();
+  }
+
+  /**
+   * A candidate gives way to requests only while that costs nothing but time: once it is within
+   * READY_MAX_LAG messages of the served model, or when it has not come closer to it over a window
+   * (the served model takes events as fast as the candidate applies them at its share), it runs at
+   * full speed until it is served. Otherwise a replica under steady ingest and requests could
+   * never switch.
+   */
+  private paceCandidate(candidate: Generation, now: number): void {
+    if (!givesWay(candidate.giveWay)) return;
+    const distance = distanceTo(positionsOf(candidate), positionsOf(this.served));
+    const windowMs = this.options.candidateGainWindowMs ?? 30_000;
+    let why: string | null = null;
+    if (distance <= this.options.readyMaxLag) {
+      why = 'it is within READY_MAX_LAG of the served model';
+    } else if (this.gainMark === null) {
+      this.gainMark = { distance, at: now };
+    } else if (now - this.gainMark.at >= windowMs) {
+      if (distance >= this.gainMark.distance) why = `it came no closer to the served model in ${windowMs} ms`;
+      this.gainMark = { distance, at: now };
+    }
+    if (why === null) return;
+    setGiveWay(candidate.giveWay, false);
+    this.options.logger.info(
+      { file: candidate.file, distance },
+      `the candidate stops giving way to requests: ${why}`,
+    );
   }
 
   private lastEnds: PartitionEnds[] | null = null;
@@ -314,6 +360,7 @@ export class ReadModelLifecycle {
   private adopt(candidate: Generation): void {
     const groupId = `${this.options.groupId}.candidate.${this.options.clock.now()}`;
     setGiveWay(candidate.giveWay, true);
+    this.gainMark = null;
     candidate.supervisor = this.supervise(candidate, groupId, 'candidate');
     this.candidate = candidate;
     this.refreshState();
@@ -447,7 +494,8 @@ export class ReadModelLifecycle {
     if (candidate === null || this.switching || this.stopping) return;
     if (!hasReached(positionsOf(candidate), positionsOf(this.served))) return;
     this.switching = true;
-    // The served model gets no events until the swap: the last few batches run at full speed.
+    // The served model gets no events until the swap: the last few batches run at full speed, and
+    // so does the candidate from now on if the switch has to wait.
     setGiveWay(candidate.giveWay, false);
     this.refreshState();
     const previous = this.served;
@@ -465,7 +513,6 @@ export class ReadModelLifecycle {
         reached = hasReached(positionsOf(candidate), final);
       }
       if (!reached || this.isStopping()) {
-        setGiveWay(candidate.giveWay, true);
         if (stoppedProjector && !this.isStopping()) {
           previous.supervisor = this.supervise(previous, this.options.groupId, 'served');
           this.options.logger.warn(
@@ -496,7 +543,6 @@ export class ReadModelLifecycle {
         this.options.files.removeGeneration(previous.file);
       });
     } catch (error) {
-      if (this.candidate === candidate) setGiveWay(candidate.giveWay, true);
       // Nothing was swapped: keep serving, and projecting into, the current model.
       if (
         this.served === previous &&

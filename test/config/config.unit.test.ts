@@ -27,10 +27,12 @@ describe('configuration', () => {
     });
   });
 
-  it('takes a rebuild work share above 0 and up to 1, a quarter by default', () => {
+  it('takes a rebuild work share from 0.05 to 1, a quarter by default', () => {
     expect(loadConfig({}).rebuild.workShare).toBe(0.25);
     expect(loadConfig({ REBUILD_WORK_SHARE: '1' }).rebuild.workShare).toBe(1);
-    expect(() => loadConfig({ REBUILD_WORK_SHARE: '0' })).toThrow(/REBUILD_WORK_SHARE/);
+    expect(loadConfig({ REBUILD_WORK_SHARE: '0.05' }).rebuild.workShare).toBe(0.05);
+    expect(() => loadConfig({ REBUILD_WORK_SHARE: '0.01' })).toThrow(/REBUILD_WORK_SHARE/);
+    expect(() => loadConfig({ REBUILD_WORK_SHARE: 'fast' })).toThrow(/REBUILD_WORK_SHARE/);
     expect(() => loadConfig({ REBUILD_WORK_SHARE: '1.5' })).toThrow(/REBUILD_WORK_SHARE/);
   });
 

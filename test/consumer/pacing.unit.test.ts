@@ -4,6 +4,7 @@ import {
   newGiveWayFlag,
   newRequestCounter,
   Pacer,
+  pause,
   setGiveWay,
 } from '../../src/consumer/pacing.js';
 
@@ -50,10 +51,38 @@ describe('pacing a projector that gives way to requests', () => {
     expect(pacer.pauseAfterBatch(10)).toBe(0);
   });
 
-  it('caps one pause', () => {
+  it('caps one pause and owes the rest to the next batches, so the share holds after long batches', () => {
     const requests = newRequestCounter();
     const pacer = new Pacer(requests, newGiveWayFlag(true), 0, options);
     countRequest(requests);
-    expect(pacer.pauseAfterBatch(5000)).toBe(200);
+    // 100 ms of work owe 300 ms: 200 now, 100 carried over.
+    expect(pacer.pauseAfterBatch(100)).toBe(200);
+    countRequest(requests);
+    // 10 ms more owe 30: 130 in all.
+    expect(pacer.pauseAfterBatch(300 + 10)).toBe(130);
+  });
+
+  it('forgets what it owed once requests stop', () => {
+    const requests = newRequestCounter();
+    const pacer = new Pacer(requests, newGiveWayFlag(true), 0, options);
+    countRequest(requests);
+    expect(pacer.pauseAfterBatch(100)).toBe(200);
+    expect(pacer.pauseAfterBatch(300 + 10)).toBe(0);
+    countRequest(requests);
+    expect(pacer.pauseAfterBatch(320)).toBe(30);
+  });
+
+  it('ends a pause as soon as the flag is cleared', async () => {
+    const flag = newGiveWayFlag(true);
+    const started = performance.now();
+    setTimeout(() => setGiveWay(flag, false), 20);
+    await pause(flag, 5000);
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(15);
+    expect(waited).toBeLessThan(2000);
+    // with the flag already clear there is nothing to wait for
+    const again = performance.now();
+    await pause(flag, 5000);
+    expect(performance.now() - again).toBeLessThan(1000);
   });
 });

@@ -12,8 +12,8 @@ export function inProcessProjectors(
   port: KafkaPort,
   topics: Record<TopicRole, string>,
   logger: Logger,
-  /** awaited before every batch is applied; throwing there fails the projector */
-  beforeBatch: () => void | Promise<void> = () => undefined,
+  /** awaited before every batch is applied (given the projector's file); throwing there fails the projector */
+  beforeBatch: (file: string) => void | Promise<void> = () => undefined,
 ): StartProjector {
   return async (spec): Promise<RunningProjector> => {
     const db = openReadModel(spec.file);
@@ -33,7 +33,7 @@ export function inProcessProjectors(
             port.consume({
               ...options,
               onBatch: async (batch) => {
-                await beforeBatch();
+                await beforeBatch(spec.file);
                 return options.onBatch(batch);
               },
             }),

@@ -27,8 +27,8 @@ export interface LifecycleFixture {
 
 export function lifecycleFixture(
   dataDir: string,
-  options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs'>> & {
-    beforeBatch?: () => void | Promise<void>;
+  options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs'>> & {
+    beforeBatch?: (file: string) => void | Promise<void>;
   } = {},
 ): LifecycleFixture {
   const kafka = new MemoryKafka(Object.values(testTopics));
@@ -46,6 +46,9 @@ export function lifecycleFixture(
     logger,
     readyMaxLag: options.readyMaxLag ?? 0,
     stallTimeoutMs: options.stallTimeoutMs ?? 60_000,
+    ...(options.candidateGainWindowMs === undefined
+      ? {}
+      : { candidateGainWindowMs: options.candidateGainWindowMs }),
     backoff: { initialMs: 20, maxMs: 200 },
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => {

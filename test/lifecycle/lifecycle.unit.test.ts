@@ -152,6 +152,56 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     expect(totalOf(f)).toBe(next - 2);
   });
 
+  it('lets a candidate stop giving way to requests when it gains nothing on the served model, or is near it', async () => {
+    // The candidate's batches are held while `hold` is set: it gains nothing however long it runs.
+    let hold = false;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let proposed = '';
+    const f = started(
+      lifecycleFixture(dataDir(), {
+        readyMaxLag: 20,
+        candidateGainWindowMs: 50,
+        beforeBatch: (file) => (hold && file === proposed ? held : undefined),
+      }),
+    );
+    f.kafka.batchSize = 5;
+    f.publish([issueKeyOf(1), ...orders(1, 200)]);
+    await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
+
+    hold = true;
+    proposed = f.files.newGenerationFile();
+    openReadModel(proposed).close();
+    f.files.proposeNext(proposed);
+    f.lifecycle.checkProposals();
+    await f.tick();
+    expect(f.givesWay(proposed)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await f.tick();
+    expect(f.givesWay(proposed)).toBe(false);
+    hold = false;
+    release();
+    await waitUntil(
+      'switched',
+      async () => (await f.tick(), f.lifecycle.servedFile() === proposed),
+      10_000,
+      5,
+    );
+
+    // A candidate within READY_MAX_LAG of the served model runs at full speed at the next lag check.
+    const near = lifecycleFixture(dataDir(), { readyMaxLag: 1_000_000, candidateGainWindowMs: 60_000 });
+    started(near);
+    near.publish([issueKeyOf(1), ...orders(1, 50)]);
+    await waitUntil('caught up', () => caughtUp(near), 10_000, 5);
+    const next = near.files.newGenerationFile();
+    openReadModel(next).close();
+    near.files.proposeNext(next);
+    near.lifecycle.checkProposals();
+    expect(near.givesWay(next)).toBe(true);
+    await near.lifecycle.checkLag();
+    expect(near.givesWay(next)).toBe(false);
+  });
+
   it('honours a revocation from the rebuilt model while it serves a file of an older projection version', async () => {
     const dir = dataDir();
     const seed = lifecycleFixture(dir);
