@@ -55,22 +55,22 @@ export const maxPauseMs = 1000;
 
 /**
  * Decides the pause after each batch. The time a batch took is measured from the end of the
- * previous pause, so it includes the fetch: the broker's work for this projector is paced too.
+ * previous pause, so it includes the fetch: the broker's work for this projector is paced too. A
+ * gap longer than `maxPauseMs` counts as that long: beyond it the thread was more likely waiting
+ * (for its group to form, for new messages) than working. The first batch only starts the clock.
  */
 export class Pacer {
   private seen: number;
-  private since: number;
+  private since: number | null = null;
   /** pause owed by batches whose pause was capped */
   private owed = 0;
 
   constructor(
     private readonly requests: Int32Array,
     private readonly giveWay: Int32Array,
-    now: number,
     private readonly options: PacingOptions,
   ) {
     this.seen = Atomics.load(requests, 0);
-    this.since = now;
   }
 
   /** Milliseconds to pause after a batch that ended at `now`; 0 when no request arrived or the projector leads. */
@@ -78,7 +78,7 @@ export class Pacer {
     const count = Atomics.load(this.requests, 0);
     const busy = count !== this.seen;
     this.seen = count;
-    const worked = Math.max(0, now - this.since);
+    const worked = this.since === null ? 0 : Math.min(this.options.maxPauseMs, Math.max(0, now - this.since));
     this.since = now;
     const { share, maxPauseMs } = this.options;
     if (!busy || share >= 1 || !givesWay(this.giveWay)) {

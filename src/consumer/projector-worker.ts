@@ -40,7 +40,7 @@ try {
 const db = openReadModel(file);
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = kafkaPortOf(config, logger);
-const pacer = new Pacer(requests, giveWay, performance.now(), {
+const pacer = new Pacer(requests, giveWay, {
   share: config.rebuild.workShare,
   maxPauseMs,
 });

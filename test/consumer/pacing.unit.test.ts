@@ -11,64 +11,80 @@ import {
 describe('pacing a projector that gives way to requests', () => {
   const options = { share: 0.25, maxPauseMs: 200 };
 
-  it('pauses three times what a batch took while requests arrive, so it works a quarter of the time', () => {
+  /** A pacer whose clock started with a first batch at `at` (a first batch is never paced). */
+  function pacerAt(at: number, flag = newGiveWayFlag(true), opts = options) {
     const requests = newRequestCounter();
-    const pacer = new Pacer(requests, newGiveWayFlag(true), 1000, options);
+    const pacer = new Pacer(requests, flag, opts);
     countRequest(requests);
+    expect(pacer.pauseAfterBatch(at)).toBe(0);
+    return { pacer, request: () => countRequest(requests) };
+  }
+
+  it('pauses three times what a batch took while requests arrive, so it works a quarter of the time', () => {
+    const { pacer, request } = pacerAt(1000);
+    request();
     expect(pacer.pauseAfterBatch(1010)).toBe(30);
     // The next batch's time starts after the pause.
-    countRequest(requests);
+    request();
     expect(pacer.pauseAfterBatch(1040 + 20)).toBe(60);
   });
 
   it('does not pause when no request arrived since the last batch', () => {
-    const requests = newRequestCounter();
-    const pacer = new Pacer(requests, newGiveWayFlag(true), 0, options);
+    const { pacer, request } = pacerAt(0);
     expect(pacer.pauseAfterBatch(10)).toBe(0);
-    countRequest(requests);
+    request();
     expect(pacer.pauseAfterBatch(20)).toBe(30);
     expect(pacer.pauseAfterBatch(60)).toBe(0);
   });
 
   it('never pauses while its flag is clear, and follows the flag as it changes', () => {
-    const requests = newRequestCounter();
     const flag = newGiveWayFlag(false);
-    const pacer = new Pacer(requests, flag, 0, options);
-    countRequest(requests);
+    const { pacer, request } = pacerAt(0, flag);
+    request();
     expect(pacer.pauseAfterBatch(10)).toBe(0);
     setGiveWay(flag, true);
-    countRequest(requests);
+    request();
     expect(pacer.pauseAfterBatch(20)).toBe(30);
     setGiveWay(flag, false);
-    countRequest(requests);
+    request();
     expect(pacer.pauseAfterBatch(100)).toBe(0);
   });
 
   it('never pauses with a share of 1', () => {
-    const requests = newRequestCounter();
-    const pacer = new Pacer(requests, newGiveWayFlag(true), 0, { share: 1, maxPauseMs: 200 });
-    countRequest(requests);
+    const { pacer, request } = pacerAt(0, newGiveWayFlag(true), { share: 1, maxPauseMs: 200 });
+    request();
     expect(pacer.pauseAfterBatch(10)).toBe(0);
   });
 
   it('caps one pause and owes the rest to the next batches, so the share holds after long batches', () => {
-    const requests = newRequestCounter();
-    const pacer = new Pacer(requests, newGiveWayFlag(true), 0, options);
-    countRequest(requests);
+    const { pacer, request } = pacerAt(0);
+    request();
     // 100 ms of work owe 300 ms: 200 now, 100 carried over.
     expect(pacer.pauseAfterBatch(100)).toBe(200);
-    countRequest(requests);
+    request();
     // 10 ms more owe 30: 130 in all.
     expect(pacer.pauseAfterBatch(300 + 10)).toBe(130);
   });
 
-  it('forgets what it owed once requests stop', () => {
+  it('counts a gap longer than the longest pause as that long (waiting, not working), and the first batch as none', () => {
     const requests = newRequestCounter();
-    const pacer = new Pacer(requests, newGiveWayFlag(true), 0, options);
+    const pacer = new Pacer(requests, newGiveWayFlag(true), options);
     countRequest(requests);
+    // the first batch after a start of seconds (group join) only starts the clock
+    expect(pacer.pauseAfterBatch(5000)).toBe(0);
+    countRequest(requests);
+    // 10 s without a batch counts as 200 ms: 600 owed, 200 paid now
+    expect(pacer.pauseAfterBatch(15_000)).toBe(200);
+    countRequest(requests);
+    expect(pacer.pauseAfterBatch(15_200)).toBe(200);
+  });
+
+  it('forgets what it owed once requests stop', () => {
+    const { pacer, request } = pacerAt(0);
+    request();
     expect(pacer.pauseAfterBatch(100)).toBe(200);
     expect(pacer.pauseAfterBatch(300 + 10)).toBe(0);
-    countRequest(requests);
+    request();
     expect(pacer.pauseAfterBatch(320)).toBe(30);
   });
 
