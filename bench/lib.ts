@@ -193,12 +193,17 @@ export interface ServiceProcess {
 }
 
 /**
- * Reads a file once from start to end, so that the API figures that follow measure the service
- * reading a model held in the OS page cache (the steady state of a machine with memory to spare)
- * rather than a virtual disk: this machine's page cache was seen to shrink to about 1 GB with 22 GB
- * free, and (e) on a 1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart.
+ * Writes every dirty page to disk (`sync`), then reads a file once from start to end, so that the
+ * API figures that follow measure the service reading a model held in the OS page cache (the
+ * steady state of a machine with memory to spare) rather than a virtual disk:
+ *  - a replay, a snapshot and its restore leave up to gigabytes of dirty pages, which the kernel
+ *    writes back 30 s later (`vm.dirty_expire_centisecs`), possibly in the middle of the figures;
+ *    after the `sync`, /proc/meminfo showed under 1 MB dirty throughout bench:replicas' loads;
+ *  - this machine's page cache was seen to shrink to about 1 GB with 22 GB free, and (e) on a
+ *    1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart.
  */
 export function warmPageCache(file: string): void {
+  execFileSync('sync');
   const fd = openSync(file, 'r');
   try {
     const buffer = Buffer.allocUnsafe(4 * 1024 * 1024);
