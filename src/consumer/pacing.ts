@@ -54,13 +54,16 @@ export interface PacingOptions {
 export const maxPauseMs = 1000;
 
 /**
- * Decides the pause after each batch. The time a batch took is measured from the end of the
- * previous pause, so it includes the fetch: the broker's work for this projector is paced too. A
- * gap longer than `maxPauseMs` counts as that long: beyond it the thread was more likely waiting
- * (for its group to form, for new messages) than working. The first batch only starts the clock.
+ * Decides the pause after each batch. A batch's work is the time from the end of the previous
+ * pause to the end of the batch: the fetch before it (so the broker's work for this projector is
+ * paced too), counted up to `maxPauseMs` (beyond it the thread was more likely waiting for its
+ * group to form or for new messages than working), and its handling, counted in full. The first
+ * batch only starts the clock. Requests count as arriving while one was seen within `maxPauseMs`;
+ * what is owed is forgotten once they stop.
  */
 export class Pacer {
   private seen: number;
+  private lastRequestAt = Number.NEGATIVE_INFINITY;
   private since: number | null = null;
   /** pause owed by batches whose pause was capped */
   private owed = 0;
@@ -73,15 +76,19 @@ export class Pacer {
     this.seen = Atomics.load(requests, 0);
   }
 
-  /** Milliseconds to pause after a batch that ended at `now`; 0 when no request arrived or the projector leads. */
-  pauseAfterBatch(now: number): number {
-    const count = Atomics.load(this.requests, 0);
-    const busy = count !== this.seen;
-    this.seen = count;
-    const worked = this.since === null ? 0 : Math.min(this.options.maxPauseMs, Math.max(0, now - this.since));
-    this.since = now;
+  /**
+   * Milliseconds to pause after a batch handed over at `startedAt` and done at `now`; 0 when no
+   * request arrived lately or the projector does not give way.
+   */
+  pauseAfterBatch(startedAt: number, now: number): number {
     const { share, maxPauseMs } = this.options;
-    if (!busy || share >= 1 || !givesWay(this.giveWay)) {
+    const count = Atomics.load(this.requests, 0);
+    if (count !== this.seen) this.lastRequestAt = now;
+    this.seen = count;
+    const fetched = this.since === null ? 0 : Math.min(maxPauseMs, Math.max(0, startedAt - this.since));
+    const worked = this.since === null ? 0 : fetched + Math.max(0, now - startedAt);
+    this.since = now;
+    if (now - this.lastRequestAt > maxPauseMs || share >= 1 || !givesWay(this.giveWay)) {
       this.owed = 0;
       return 0;
     }

@@ -52,8 +52,8 @@ const starting: Promise<Consumption> = runProjection({
   logger,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
-  afterBatch: () => {
-    const ms = pacer.pauseAfterBatch(performance.now());
+  afterBatch: (startedAt) => {
+    const ms = pacer.pauseAfterBatch(startedAt, performance.now());
     return ms > 0 ? pause(giveWay, ms) : undefined;
   },
 });

@@ -19,8 +19,8 @@ export interface ProjectionOptions {
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
-  /** runs after each applied batch of messages; the next batch waits for it (pacing) */
-  afterBatch?: () => Promise<void> | void;
+  /** runs after each applied batch of messages, given when it was handed over; the next batch waits for it (pacing) */
+  afterBatch?: (startedAt: number) => Promise<void> | void;
 }
 
 export function runProjection(options: ProjectionOptions): Promise<Consumption> {
@@ -42,6 +42,7 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       options.onUnreadable?.(batch);
     },
     onBatch: (batch) => {
+      const startedAt = performance.now();
       const role = roleOf(batch.topic);
       if (role === undefined) throw new Error(`topic ${batch.topic} is not one of the configured topics`);
       const outcome = writer.applyBatch(
@@ -66,7 +67,7 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
         options.onBatch?.({ topic: batch.topic, partition: batch.partition, outcome });
       }
       // A batch of only transaction markers comes from an event nobody waits for: no pacing there.
-      return batch.messages.length === 0 ? undefined : options.afterBatch?.();
+      return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);
     },
   });
 }

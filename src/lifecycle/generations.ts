@@ -21,10 +21,17 @@ export function hasReached(candidate: Positions, served: Positions, topic?: stri
   return true;
 }
 
-/** Messages `candidate` still has to apply to reach `served` on every partition `served` has read. */
-export function distanceTo(candidate: Positions, served: Positions): number {
+/**
+ * Messages `candidate` still has to apply to reach `served` on every partition `served` has read;
+ * a partition it has not read yet counts from `logStart` (the partition's first offset, when known).
+ */
+export function distanceTo(
+  candidate: Positions,
+  served: Positions,
+  logStart: (key: string) => number = () => 0,
+): number {
   let distance = 0;
-  for (const [key, next] of served) distance += Math.max(0, next - (candidate.get(key) ?? 0));
+  for (const [key, next] of served) distance += Math.max(0, next - (candidate.get(key) ?? logStart(key)));
   return distance;
 }
 

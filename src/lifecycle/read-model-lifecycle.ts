@@ -224,14 +224,21 @@ export class ReadModelLifecycle {
 
   /**
    * A candidate gives way to requests only while that costs nothing but time: once it is within
-   * READY_MAX_LAG messages of the served model, or when it has not come closer to it over a window
-   * (the served model takes events as fast as the candidate applies them at its share), it runs at
-   * full speed until it is served. Otherwise a replica under steady ingest and requests could
-   * never switch.
+   * READY_MAX_LAG messages of the served model, or when it has gained less than a tenth of its
+   * distance to it over a window (the served model takes events about as fast as the candidate
+   * applies them at its share), it runs at full speed until it is served. Otherwise a replica under
+   * steady ingest and requests could take hours to switch, or never.
    */
   private paceCandidate(candidate: Generation, now: number): void {
-    if (!givesWay(candidate.giveWay)) return;
-    const distance = distanceTo(positionsOf(candidate), positionsOf(this.served));
+    if (!givesWay(candidate.giveWay) || candidate.supervisor?.running() == null) return;
+    const starts = new Map(
+      (this.lastEnds ?? []).map((end) => [offsetKey(end.topic, end.partition), end.start]),
+    );
+    const distance = distanceTo(
+      positionsOf(candidate),
+      positionsOf(this.served),
+      (key) => starts.get(key) ?? 0,
+    );
     const windowMs = this.options.candidateGainWindowMs ?? 30_000;
     let why: string | null = null;
     if (distance <= this.options.readyMaxLag) {
@@ -239,7 +246,9 @@ export class ReadModelLifecycle {
     } else if (this.gainMark === null) {
       this.gainMark = { distance, at: now };
     } else if (now - this.gainMark.at >= windowMs) {
-      if (distance >= this.gainMark.distance) why = `it came no closer to the served model in ${windowMs} ms`;
+      if (distance > this.gainMark.distance * 0.9) {
+        why = `it gained less than a tenth of its distance to the served model in ${windowMs} ms`;
+      }
       this.gainMark = { distance, at: now };
     }
     if (why === null) return;

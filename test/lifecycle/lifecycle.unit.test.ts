@@ -152,35 +152,50 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     expect(totalOf(f)).toBe(next - 2);
   });
 
-  it('lets a candidate stop giving way to requests when it gains nothing on the served model, or is near it', async () => {
-    // The candidate's batches are held while `hold` is set: it gains nothing however long it runs.
-    let hold = false;
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
+  it('lets a candidate stop giving way to requests when it gains too little on the served model, or is near it', async () => {
+    // The candidate applies as many batches as it is allowed, then waits.
+    let allowance = Number.POSITIVE_INFINITY;
+    const waiting: (() => void)[] = [];
+    const allow = (batches: number): void => {
+      allowance = batches;
+      for (const wake of waiting.splice(0)) wake();
+    };
+    const gate = async (): Promise<void> => {
+      while (allowance <= 0) await new Promise<void>((resolve) => waiting.push(resolve));
+      allowance -= 1;
+    };
     let proposed = '';
     const f = started(
       lifecycleFixture(dataDir(), {
         readyMaxLag: 20,
         candidateGainWindowMs: 50,
-        beforeBatch: (file) => (hold && file === proposed ? held : undefined),
+        beforeBatch: (file) => (file === proposed ? gate() : undefined),
       }),
     );
     f.kafka.batchSize = 5;
     f.publish([issueKeyOf(1), ...orders(1, 200)]);
     await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
 
-    hold = true;
+    allow(0);
     proposed = f.files.newGenerationFile();
     openReadModel(proposed).close();
     f.files.proposeNext(proposed);
     f.lifecycle.checkProposals();
+    const windowPassed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 80));
+    await waitUntil('the candidate runs', () => waiting.length > 0, 5_000, 5);
     await f.tick();
     expect(f.givesWay(proposed)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 60));
+    // 10 batches of 5: a quarter of its distance gained in the window, so it keeps giving way.
+    allow(10);
+    await waitUntil('10 batches applied', () => allowance === 0 && waiting.length > 0, 5_000, 5);
+    await windowPassed();
+    await f.tick();
+    expect(f.givesWay(proposed)).toBe(true);
+    // Nothing gained in the next window: it runs at full speed.
+    await windowPassed();
     await f.tick();
     expect(f.givesWay(proposed)).toBe(false);
-    hold = false;
-    release();
+    allow(Number.POSITIVE_INFINITY);
     await waitUntil(
       'switched',
       async () => (await f.tick(), f.lifecycle.servedFile() === proposed),
@@ -198,8 +213,13 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     near.files.proposeNext(next);
     near.lifecycle.checkProposals();
     expect(near.givesWay(next)).toBe(true);
-    await near.lifecycle.checkLag();
-    expect(near.givesWay(next)).toBe(false);
+    // (the window of 60 s never passes here: only being near can clear the flag)
+    await waitUntil(
+      'the candidate near the served model stops giving way',
+      async () => (await near.lifecycle.checkLag(), near.givesWay(next) === false),
+      5_000,
+      5,
+    );
   });
 
   it('honours a revocation from the rebuilt model while it serves a file of an older projection version', async () => {
