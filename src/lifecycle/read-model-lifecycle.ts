@@ -67,11 +67,11 @@ export interface LifecycleOptions {
   events?: LifecycleEvents;
   /** the keys topic alone, read in this thread while the served model gets no events (a version rebuild) */
   startKeysWatch?: (groupId: string) => Promise<KeysWatch>;
-  /** a candidate that has not come closer to the served model over this long stops giving way (default 30 s) */
+  /** a candidate that gains less than a tenth of its distance to the served model over this long stops giving way (default 30 s) */
   candidateGainWindowMs?: number;
 }
 
-/** The distance a candidate must gain on the served model over a window, else it stops giving way. */
+/** A candidate's distance to the served model at the start of a window (`paceCandidate`). */
 interface GainMark {
   distance: number;
   at: number;
