@@ -41,6 +41,16 @@ export const defaultData: BenchData = {
   seed: 2026,
 };
 
+/** The default data set scaled to `orders`: a fifth of them in organization 1, an organization per 100 orders (10 to 10 000). */
+export function benchDataOf(orders: number): BenchData {
+  return {
+    ...defaultData,
+    orders,
+    largeOrganizationOrders: Math.round(orders / 5),
+    organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
+  };
+}
+
 export const benchKeyOf = (org: number): string => `bench-key-of-org-${org}`;
 /** organizations that get an API key: the large one and a spread of others */
 export const keyedOrganizations = (data: BenchData): number[] =>

@@ -18,6 +18,7 @@ import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
   benchBroker,
+  benchDataOf,
   benchKeyOf,
   createBenchTopics,
   defaultData,
@@ -38,12 +39,7 @@ const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
 const seconds = Number(process.env['BENCH_API_SECONDS'] ?? 10);
 /** rounds of the polling loads, taking turns */
 const pollRounds = Math.max(1, Number(process.env['BENCH_POLL_ROUNDS'] ?? 3));
-const data: BenchData = {
-  ...defaultData,
-  orders,
-  largeOrganizationOrders: Math.round(orders / 5),
-  organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
-};
+const data: BenchData = benchDataOf(orders);
 
 const log = (line: string): void => note(`replicas: ${line}`);
 

@@ -21,6 +21,7 @@ import { ModelFiles } from '../src/read-model/files.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
   benchBroker,
+  benchDataOf,
   benchKeyOf,
   createBenchTopics,
   defaultData,
@@ -563,12 +564,7 @@ if (isEntryPoint(import.meta.url)) {
     process.exit(2);
   }
   const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
-  const data: BenchData = {
-    ...defaultData,
-    orders,
-    largeOrganizationOrders: Math.round(orders / 5),
-    organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
-  };
+  const data: BenchData = benchDataOf(orders);
   useBuiltService();
   const started = new Date();
   runBench(

@@ -12,16 +12,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/events.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import { runLoad, type LoadReport } from '../tools/load.js';
+import { markProjectionVersion1 } from '../tools/model-progress.js';
 import {
   benchBroker,
+  benchDataOf,
   benchKeyOf,
   createBenchTopics,
-  defaultData,
   kafkaOf,
   keyedOrganizations,
   publishBenchData,
@@ -37,12 +37,7 @@ import { note } from './progress.js';
 const orders = Number(process.env['BENCH_ORDERS'] ?? 100_000);
 const rounds = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 3));
 const idleSeconds = Number(process.env['BENCH_IDLE_SECONDS'] ?? 10);
-const data: BenchData = {
-  ...defaultData,
-  orders,
-  largeOrganizationOrders: Math.round(orders / 5),
-  organizations: Math.min(defaultData.organizations, Math.max(10, Math.round(orders / 100))),
-};
+const data: BenchData = benchDataOf(orders);
 const log = (line: string): void => note(`version rebuild: ${line}`);
 
 interface Health {
@@ -60,9 +55,7 @@ async function healthOf(service: ServiceProcess): Promise<Health> {
 function markOlderVersion(dataDir: string): string {
   const file = new ModelFiles(dataDir).currentFile();
   if (file === null) throw new Error(`no served model in ${dataDir}`);
-  const db = new Database(file);
-  db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
-  db.close();
+  markProjectionVersion1(file);
   return file;
 }
 

@@ -1,6 +1,6 @@
 /**
  * How far a model file has got, read from the file itself, and how far the topics go (for code that
- * watches the service: tests, benchmarks).
+ * watches the service: tests, benchmarks); and a model file turned into one of an older release.
  */
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
@@ -43,4 +43,14 @@ export async function topicEndOffsets(
   topics: readonly string[],
 ): Promise<number> {
   return (await kafka.endOffsets(topics)).reduce((sum, p) => sum + p.end, 0);
+}
+
+/** Marks a (closed) model file as built by projection version 1, as a file of an older release is. */
+export function markProjectionVersion1(file: string): void {
+  const db = new Database(file, { fileMustExist: true });
+  try {
+    db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
+  } finally {
+    db.close();
+  }
 }

@@ -10,6 +10,7 @@ import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
+import { markProjectionVersion1 } from '../../tools/model-progress.js';
 
 const root = tempDir('lifecycle');
 let n = 0;
@@ -231,9 +232,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     await seed.lifecycle.stop();
     running.splice(0);
     const old = seed.files.currentFile()!;
-    const db = new Database(old);
-    db.exec(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`);
-    db.close();
+    markProjectionVersion1(old);
 
     // The same directory and log, under a lifecycle whose projector is slow to replay orders.
     let slow = true;

@@ -5,7 +5,6 @@
  * event loop with its HTTP client and with the other test files; the latency figure is
  * `npm run bench:version-rebuild`'s (a service process on its own, bench/README.md).
  */
-import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
@@ -13,6 +12,7 @@ import { apiKeyRevoked, at } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { runLoad, type LoadReport } from '../../tools/load.js';
 import { serviceFixture } from '../helpers/service.js';
+import { markProjectionVersion1 } from '../../tools/model-progress.js';
 
 const loadMs = Number(process.env['VERSION_REBUILD_LOAD_MS'] ?? 3000);
 
@@ -36,9 +36,7 @@ describe('version rebuild', () => {
     await first.close();
 
     const oldFile = new ModelFiles(fixture.dataDir).currentFile()!;
-    const db = new Database(oldFile);
-    db.exec(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`);
-    db.close();
+    markProjectionVersion1(oldFile);
 
     const service = await fixture.start();
     expect(service.health()).toMatchObject({ state: 'rebuilding', rebuilding: true, ready: false });
