@@ -1,10 +1,11 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { unauthorized, type ApiError } from './errors.js';
 
 const maxKeyLength = 512;
 
+/** One-shot `crypto.hash`: no Hash object per call (it is on every request's path). */
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /**

@@ -7,7 +7,7 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 
 /** A weak tag: the projection version, the served file, the counter and what the query selects. */
 export function entityTag(modelIdentity: string, changes: number, ...query: (string | number)[]): string {
-  return `W/"${[PROJECTION_VERSION, modelIdentity, changes, ...query].join('.')}"`;
+  return `W/"${PROJECTION_VERSION}.${modelIdentity}.${changes}.${query.join('.')}"`;
 }
 
 /** The opaque part of a tag, for weak comparison (RFC 9110 §8.8.3.2). */
@@ -17,6 +17,7 @@ const opaque = (tag: string): string => tag.trim().replace(/^W\//, '');
 export function notModified(request: FastifyRequest, tag: string): boolean {
   const header = request.headers['if-none-match'];
   if (header === undefined) return false;
+  if (header === tag) return true; // what a poller sends back most often: the tag as it came
   const wanted = opaque(tag);
   return header.split(',').some((candidate) => candidate.trim() === '*' || opaque(candidate) === wanted);
 }

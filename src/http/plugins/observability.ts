@@ -30,15 +30,18 @@ export function observability(
   });
   const httpDuration = metrics?.httpDuration;
   if (httpDuration === undefined) return;
+  // One labelled child per method, route and status, found by a string key: prom-client's own
+  // lookup hashes the label object on every observation.
+  const series = new Map<string, { observe: (seconds: number) => void }>();
   app.addHook('onResponse', (request, reply, done) => {
-    httpDuration.observe(
-      {
-        method: request.method,
-        route: request.routeOptions.url ?? 'unmatched',
-        status_code: String(reply.statusCode),
-      },
-      reply.elapsedTime / 1000,
-    );
+    const route = request.routeOptions.url ?? 'unmatched';
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let child = series.get(key);
+    if (child === undefined) {
+      child = httpDuration.labels({ method: request.method, route, status_code: String(reply.statusCode) });
+      series.set(key, child);
+    }
+    child.observe(reply.elapsedTime / 1000);
     done();
   });
 }
