@@ -18,7 +18,7 @@ export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId' | 'childLog
   },
   childLoggerFactory: (logger, bindings, options) =>
     options.level === undefined && options.serializers === undefined && isLevelAware(logger)
-      ? (new RequestLogger(logger, bindings) as unknown as FastifyBaseLogger)
+      ? (new RequestLogger(logger, bindings))
       : logger.child(bindings, options),
 };
 
@@ -47,7 +47,7 @@ class RequestLogger {
   private log(level: Level, args: unknown[]): void {
     if (this.made === undefined && !this.parent.isLevelEnabled(level)) return;
     const logger = this.logger();
-    (logger[level] as (...args: unknown[]) => void).apply(logger, args);
+    Reflect.apply(logger[level], logger, args);
   }
 
   get level(): string {
