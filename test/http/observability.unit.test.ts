@@ -109,7 +109,11 @@ describe('x-request-id', () => {
     await app.ready();
     const atStart = children;
     const get = (requestId: string) =>
-      app.inject({ method: 'GET', url: `${v1}/orders`, headers: { ...bearer(1), 'x-request-id': requestId } });
+      app.inject({
+        method: 'GET',
+        url: `${v1}/orders`,
+        headers: { ...bearer(1), 'x-request-id': requestId },
+      });
     for (let i = 0; i < 5; i += 1) expect((await get(`quiet-${i}`)).statusCode).toBe(200);
     expect(children - atStart).toBe(0);
     expect(lines).toEqual([]);

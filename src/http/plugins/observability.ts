@@ -18,7 +18,7 @@ export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId' | 'childLog
   },
   childLoggerFactory: (logger, bindings, options) =>
     options.level === undefined && options.serializers === undefined && isLevelAware(logger)
-      ? (new RequestLogger(logger, bindings))
+      ? new RequestLogger(logger, bindings)
       : logger.child(bindings, options),
 };
 
