@@ -82,6 +82,38 @@ describe('the service as a process (npm start)', () => {
     ).headers.get('etag')!;
     expect((await poll(tag)).status).toBe(304);
     expect((await poll(tag)).status).toBe(304);
+    // A change of another organization, seen applied through that organization's own key, keeps
+    // organization 42's tag.
+    const otherKey = 'e2e-raw-key-other-7';
+    await publish(producer, topics, [
+      apiKeyIssued('e2e-key-7', 7, sha256Hex(otherKey), { occurred_at: at(4) }),
+      statusChanged(3, 'finished', { occurred_at: at(4) }),
+    ]);
+    await waitUntil(
+      'organization 7 sees its order 3 finished',
+      async () => {
+        const answer = await fetch(`http://127.0.0.1:${port}${API_PREFIX}/orders?status=finished`, {
+          headers: { authorization: `Bearer ${otherKey}` },
+        }).catch(() => null);
+        return answer?.status === 200 && JSON.stringify(await answer.json()).includes('"id":3');
+      },
+      30_000,
+    );
+    expect((await poll(tag)).status).toBe(304);
+    // Paging links of the running service: the first of two pages, then the last.
+    const linksOf = async (offset: number): Promise<string | null> =>
+      (
+        await fetch(`http://127.0.0.1:${port}${API_PREFIX}/orders?limit=1&offset=${offset}`, {
+          headers: { authorization: `Bearer ${rawKey}` },
+        })
+      ).headers.get('link');
+    const path = `${API_PREFIX}/orders`;
+    expect(await linksOf(0)).toBe(
+      `<${path}?limit=1&offset=0&status=all>; rel="first", <${path}?limit=1&offset=1&status=all>; rel="next", <${path}?limit=1&offset=1&status=all>; rel="last"`,
+    );
+    expect(await linksOf(1)).toBe(
+      `<${path}?limit=1&offset=0&status=all>; rel="first", <${path}?limit=1&offset=0&status=all>; rel="prev", <${path}?limit=1&offset=1&status=all>; rel="last"`,
+    );
     await publish(producer, topics, [statusChanged(2, 'finished', { occurred_at: at(5) })]);
     await waitUntil('a poll with the old tag gets 200', async () => (await poll(tag)).status === 200, 30_000);
     await eventually(
