@@ -86,46 +86,6 @@ describe('x-request-id', () => {
     expect(logged.filter((line) => line.reqId === 'trace-42.a_b').length).toBeGreaterThan(0);
     expect(logged.filter((line) => line.reqId === tooLong.id).length).toBeGreaterThan(0);
   });
-  it('makes a request logger only for a request that logs at an enabled level; its lines still carry the id', async () => {
-    const model = memoryReadModel();
-    model.apply(issueKeyOf(1));
-    const reader = new ReadModelReader(model.db);
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(line) });
-    let children = 0;
-    const child = logger.child.bind(logger);
-    logger.child = ((...args: Parameters<typeof child>) => {
-      children += 1;
-      return child(...args);
-    }) as typeof logger.child;
-    let failing = false;
-    const app = await buildApp({
-      readerOf: () => {
-        if (failing) throw new Error('the model file is gone');
-        return reader;
-      },
-      logger,
-    });
-    await app.ready();
-    const atStart = children;
-    const get = (requestId: string) =>
-      app.inject({
-        method: 'GET',
-        url: `${v1}/orders`,
-        headers: { ...bearer(1), 'x-request-id': requestId },
-      });
-    for (let i = 0; i < 5; i += 1) expect((await get(`quiet-${i}`)).statusCode).toBe(200);
-    expect(children - atStart).toBe(0);
-    expect(lines).toEqual([]);
-    failing = true;
-    expect((await get('failing-1')).statusCode).toBe(500);
-    await app.close();
-    model.db.close();
-    expect(children - atStart).toBe(1);
-    const logged = lines.map((line) => JSON.parse(line) as { reqId?: string; msg?: string; level?: number });
-    expect(logged).toMatchObject([{ reqId: 'failing-1', msg: 'request failed', level: 50 }]);
-    expect(lines.join('\n')).not.toContain(keyOf(1));
-  });
 });
 
 describe('request metrics', () => {
