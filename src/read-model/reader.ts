@@ -78,7 +78,7 @@ export interface ReaderOptions {
 }
 
 /** How long a remembered change counter is trusted without a report of a commit. */
-const changesCacheMs = 1000;
+export const changesCacheMs = 1000;
 
 /** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
 const maxCachedKeys = 10_000;
