@@ -36,6 +36,45 @@ describe('conditional requests and paging links', () => {
     expect((await api.get('/orders?status=finished', key)).headers.get('etag')).not.toBe(tag);
   });
 
+  it('documents in OpenAPI the If-None-Match it reads and the ETag, Cache-Control and Link it sends on 200 and 304', async () => {
+    const api = await startTestApi([
+      issueKeyOf(1),
+      ...orders(1, 3),
+      articlePublished({ article_id: 1, order_id: 1 }),
+    ]);
+    const documented = (await api.get('/openapi.json')).body as {
+      paths: Record<
+        string,
+        {
+          get: {
+            parameters: { in: string; name: string }[];
+            responses: Record<string, { headers?: Record<string, unknown> }>;
+          };
+        }
+      >;
+    };
+    const sent = ['etag', 'cache-control', 'link'];
+    for (const [path, route] of [
+      ['/orders?limit=1&offset=1', '/orders'],
+      ['/orders/1/articles', '/orders/{id}/articles'],
+    ] as const) {
+      const operation = documented.paths[`/api/external-api/v1${route}`]!.get;
+      expect(operation.parameters).toContainEqual(
+        expect.objectContaining({ in: 'header', name: 'If-None-Match' }),
+      );
+      const ok = await api.get(path, key);
+      const notModified = await api.get(path, key, { 'if-none-match': ok.headers.get('etag')! });
+      expect([ok.status, notModified.status]).toEqual([200, 304]);
+      for (const [answer, code] of [
+        [ok, '200'],
+        [notModified, '304'],
+      ] as const) {
+        const names = Object.keys(operation.responses[code]?.headers ?? {}).map((name) => name.toLowerCase());
+        expect(sent.filter((name) => answer.headers.has(name))).toEqual(names);
+      }
+    }
+  });
+
   it('gives no 304 without a valid key', async () => {
     const api = await startTestApi([issueKeyOf(1), ...orders(1, 1)]);
     const tag = (await api.get('/orders', key)).headers.get('etag')!;

@@ -2,6 +2,71 @@
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { API_PREFIX } from '../../../schemas/api.js';
+
+interface HeaderObject {
+  description: string;
+  schema: { type: 'string'; const?: string };
+}
+
+/** The validators both endpoints send, on 200 and on 304 (`conditional.ts`). */
+const validatorHeaders: Record<string, HeaderObject> = {
+  ETag: {
+    description:
+      'Weak entity tag of the answer, from the change counter of the organization (orders) or the order (articles), the query and the projection version. Send it back in `If-None-Match`.',
+    schema: { type: 'string' },
+  },
+  'Cache-Control': {
+    description: 'The answer may be kept by the caller only, and revalidated before each use.',
+    schema: { type: 'string', const: 'private, no-cache' },
+  },
+};
+
+const linkHeader: Record<string, HeaderObject> = {
+  Link: {
+    description:
+      'RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`.',
+    schema: { type: 'string' },
+  },
+};
+
+const ifNoneMatch = {
+  in: 'header',
+  name: 'If-None-Match',
+  required: false,
+  description:
+    'An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body.',
+  schema: { type: 'string' },
+};
+
+/** Per endpoint, the headers of its 200 beyond the validators. */
+const conditionalEndpoints: Record<string, Record<string, HeaderObject>> = {
+  [`${API_PREFIX}/orders`]: linkHeader,
+  [`${API_PREFIX}/orders/{id}/articles`]: {},
+};
+
+interface OperationObject {
+  parameters?: unknown[];
+  responses?: Record<string, { headers?: Record<string, HeaderObject> }>;
+}
+
+/**
+ * Adds the conditional-request and paging headers to the generated document. They are documented
+ * here rather than in the route schemas because a header schema would be validated on every request.
+ */
+function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
+  for (const [path, okHeaders] of Object.entries(conditionalEndpoints)) {
+    const operation = paths[path]?.get;
+    if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
+    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch];
+    const ok = operation.responses?.['200'];
+    const notModified = operation.responses?.['304'];
+    if (ok === undefined || notModified === undefined)
+      throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
+    ok.headers = { ...validatorHeaders, ...okHeaders };
+    notModified.headers = { ...validatorHeaders };
+  }
+}
 
 export async function openApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -18,6 +83,13 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       },
     },
     transform: jsonSchemaTransform,
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) return document.swaggerObject;
+      withConditionalHeaders(
+        (document.openapiObject.paths ?? {}) as Record<string, { get?: OperationObject } | undefined>,
+      );
+      return document.openapiObject;
+    },
   });
 }
 
