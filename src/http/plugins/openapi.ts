@@ -9,40 +9,40 @@ interface HeaderObject {
   schema: { type: 'string'; const?: string };
 }
 
-/** The validators both endpoints send, on 200 and on 304 (`conditional.ts`). */
-const validatorHeaders: Record<string, HeaderObject> = {
+/** The validators both endpoints send, on 200 and on 304 (`conditional.ts`); new objects per use. */
+const validatorHeaders = (): Record<string, HeaderObject> => ({
   ETag: {
     description:
-      'Weak entity tag of the answer, from the change counter of the organization (orders) or the order (articles), the query and the projection version. Send it back in `If-None-Match`.',
+      'Weak entity tag of the answer, derived from the projection version, the served model file, the change counter of the organization (`/orders`) or of the order (articles), and what the request selects. Send it back in `If-None-Match`.',
     schema: { type: 'string' },
   },
   'Cache-Control': {
     description: 'The answer may be kept by the caller only, and revalidated before each use.',
     schema: { type: 'string', const: 'private, no-cache' },
   },
-};
+});
 
-const linkHeader: Record<string, HeaderObject> = {
+const linkHeader = (): Record<string, HeaderObject> => ({
   Link: {
     description:
       'RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`.',
     schema: { type: 'string' },
   },
-};
+});
 
-const ifNoneMatch = {
+const ifNoneMatch = (): object => ({
   in: 'header',
   name: 'If-None-Match',
   required: false,
   description:
     'An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body.',
   schema: { type: 'string' },
-};
+});
 
 /** Per endpoint, the headers of its 200 beyond the validators. */
-const conditionalEndpoints: Record<string, Record<string, HeaderObject>> = {
+const conditionalEndpoints: Record<string, () => Record<string, HeaderObject>> = {
   [`${API_PREFIX}/orders`]: linkHeader,
-  [`${API_PREFIX}/orders/{id}/articles`]: {},
+  [`${API_PREFIX}/orders/{id}/articles`]: () => ({}),
 };
 
 interface OperationObject {
@@ -58,13 +58,13 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
   for (const [path, okHeaders] of Object.entries(conditionalEndpoints)) {
     const operation = paths[path]?.get;
     if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
-    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch];
+    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch()];
     const ok = operation.responses?.['200'];
     const notModified = operation.responses?.['304'];
     if (ok === undefined || notModified === undefined)
       throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
-    ok.headers = { ...validatorHeaders, ...okHeaders };
-    notModified.headers = { ...validatorHeaders };
+    ok.headers = { ...validatorHeaders(), ...okHeaders() };
+    notModified.headers = validatorHeaders();
   }
 }
 
