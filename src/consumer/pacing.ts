@@ -85,8 +85,10 @@ export class Pacer {
     const count = Atomics.load(this.requests, 0);
     if (count !== this.seen) this.lastRequestAt = now;
     this.seen = count;
-    const fetched = this.since === null ? 0 : Math.min(maxPauseMs, Math.max(0, startedAt - this.since));
-    const worked = this.since === null ? 0 : fetched + Math.max(0, now - startedAt);
+    const worked =
+      this.since === null
+        ? 0
+        : Math.min(maxPauseMs, Math.max(0, startedAt - this.since)) + Math.max(0, now - startedAt);
     this.since = now;
     if (now - this.lastRequestAt > maxPauseMs || share >= 1 || !givesWay(this.giveWay)) {
       this.owed = 0;

@@ -23,15 +23,17 @@ export function hasReached(candidate: Positions, served: Positions, topic?: stri
 
 /**
  * Messages `candidate` still has to apply to reach `served` on every partition `served` has read;
- * a partition it has not read yet counts from `logStart` (the partition's first offset, when known).
+ * a partition it has not read yet counts from its first offset in `logStarts` (0 when unknown).
  */
 export function distanceTo(
   candidate: Positions,
   served: Positions,
-  logStart: (key: string) => number = () => 0,
+  logStarts: ReadonlyMap<string, number>,
 ): number {
   let distance = 0;
-  for (const [key, next] of served) distance += Math.max(0, next - (candidate.get(key) ?? logStart(key)));
+  for (const [key, next] of served) {
+    distance += Math.max(0, next - (candidate.get(key) ?? logStarts.get(key) ?? 0));
+  }
   return distance;
 }
 

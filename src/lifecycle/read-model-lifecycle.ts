@@ -217,7 +217,7 @@ export class ReadModelLifecycle {
       this.lastEnds = ends;
       const ratio = this.candidateRatio();
       if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
-      this.paceCandidate(this.candidate, now);
+      this.paceCandidate(this.candidate, ends, now);
     }
     this.refreshState();
   }
@@ -229,16 +229,10 @@ export class ReadModelLifecycle {
    * applies them at its share), it runs at full speed until it is served. Otherwise a replica under
    * steady ingest and requests could take hours to switch, or never.
    */
-  private paceCandidate(candidate: Generation, now: number): void {
+  private paceCandidate(candidate: Generation, ends: readonly PartitionEnds[], now: number): void {
     if (!givesWay(candidate.giveWay) || candidate.supervisor?.running() == null) return;
-    const starts = new Map(
-      (this.lastEnds ?? []).map((end) => [offsetKey(end.topic, end.partition), end.start]),
-    );
-    const distance = distanceTo(
-      positionsOf(candidate),
-      positionsOf(this.served),
-      (key) => starts.get(key) ?? 0,
-    );
+    const logStarts = new Map(ends.map((end) => [offsetKey(end.topic, end.partition), end.start]));
+    const distance = distanceTo(positionsOf(candidate), positionsOf(this.served), logStarts);
     const windowMs = this.options.candidateGainWindowMs ?? 30_000;
     let why: string | null = null;
     if (distance <= this.options.readyMaxLag) {
