@@ -10,6 +10,7 @@ import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, m
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { Kafka, logLevel } from 'kafkajs';
 import { pino } from 'pino';
 import { kafkajsPort } from '../src/kafka/kafkajs-adapter.js';
 import { isEntryPoint, projectRoot } from './harness.js';
@@ -157,7 +158,7 @@ async function waitUntilReady(brokers: string, child: ChildProcess, logFile: str
     });
     try {
       await probe.listTopics();
-      return;
+      break;
     } catch {
       // not accepting metadata requests yet
     } finally {
@@ -169,6 +170,41 @@ async function waitUntilReady(brokers: string, child: ChildProcess, logFile: str
       );
     }
     await new Promise((r) => setTimeout(r, 250));
+  }
+  await waitForGroupCoordinator(brokers, deadline, logFile);
+}
+
+/**
+ * A new broker creates its group-offsets topic on the first group request and answers "the
+ * coordinator is loading" until the topic is loaded; a consumer group joining then fails its first
+ * join (and the service counts a projector restart). Asks about groups spread over the topic's
+ * partitions until the coordinator answers for all of them.
+ */
+async function waitForGroupCoordinator(brokers: string, deadline: number, logFile: string): Promise<void> {
+  const admin = new Kafka({
+    clientId: 'local-kafka-probe',
+    brokers: [brokers],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  }).admin();
+  const groups = Array.from({ length: 12 }, (_, i) => `local-kafka-warm-up-${i}`);
+  await admin.connect();
+  try {
+    for (;;) {
+      try {
+        await admin.describeGroups(groups);
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) {
+          throw new Error(
+            `Kafka broker's group coordinator was not ready within ${startupTimeoutMs} ms (${String(error)}). Its log:\n${readTail(logFile)}`,
+          );
+        }
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    await admin.disconnect();
   }
 }
 
@@ -208,7 +244,7 @@ export async function startLocalBroker(options: { detached?: boolean } = {}): Pr
   return { brokers, pid, dataDir, startupMs, jarsMs };
 }
 
-/** Runs the broker of a formatted log dir and waits until it answers metadata requests. */
+/** Runs the broker of a formatted log dir and waits until it answers metadata and group requests. */
 async function launch(
   jvm: string[],
   dataDir: string,
