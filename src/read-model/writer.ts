@@ -19,7 +19,7 @@ import {
   type ArticleRow,
   type OrderRow,
 } from '../../projections/orders/rows.js';
-import { updateOrderSql, writeSql } from '../../projections/orders/sql.js';
+import { manyRowsSql, maxRowsPerStatement, updateOrderSql, writeSql } from '../../projections/orders/sql.js';
 import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js';
 import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
 import type { RawMessage } from '../kafka/port.js';
@@ -54,6 +54,8 @@ export class ReadModelWriter {
   private readonly orderUpdates = new Map<string, Statement>();
   /** The counters a listed order counts in, each with its net changes in the batch being applied. */
   private readonly counters: ListingCounter[];
+  /** Rows written many to a statement (see `manyRowsSql`). */
+  private readonly many: { [K in keyof typeof manyRowsSql]: ManyRows };
 
   constructor(
     private readonly db: ReadModelDatabase,
@@ -63,6 +65,9 @@ export class ReadModelWriter {
     this.statements = Object.fromEntries(
       Object.entries(writeSql).map(([name, sql]) => [name, db.prepare(sql)]),
     ) as { [K in keyof typeof writeSql]: Statement };
+    this.many = Object.fromEntries(
+      Object.entries(manyRowsSql).map(([name, sqlFor]) => [name, new ManyRows(db, sqlFor)]),
+    ) as { [K in keyof typeof manyRowsSql]: ManyRows };
     for (const row of this.statements.selectOffsets.all() as {
       topic: string;
       partition: number;
@@ -176,6 +181,7 @@ export class ReadModelWriter {
     } finally {
       this.batch.clear();
       for (const counter of this.counters) counter.deltas.clear();
+      for (const rows of Object.values(this.many)) rows.clear();
     }
     if (next !== stored) {
       this.offsets.set(offsetKey(topic, partition), next);
@@ -195,7 +201,7 @@ export class ReadModelWriter {
     const changedOrders = new Set<number>();
     for (const { before, row } of this.batch.changed(this.batch.orders)) {
       if (before === undefined) {
-        this.statements.insertOrder.run(orderColumns.map((column) => row[column]));
+        this.many.insertOrders.add(orderColumns.map((column) => row[column]));
       } else {
         const changed = orderColumns.filter((column) => before[column] !== row[column]);
         if (changed.length === 0) continue;
@@ -206,7 +212,7 @@ export class ReadModelWriter {
       changedOrders.add(row.order_id);
     }
     for (const { before, row } of this.batch.changed(this.batch.articles)) {
-      this.statements.upsertArticle.run(articleColumns.map((column) => row[column]));
+      this.many.upsertArticles.add(articleColumns.map((column) => row[column]));
       changedOrders.add(row.order_id);
       // An article published again under another order leaves the order it belonged to.
       if (before !== undefined) changedOrders.add(before.order_id);
@@ -214,8 +220,9 @@ export class ReadModelWriter {
     for (const { row } of this.batch.changed(this.batch.apiKeys)) {
       this.statements.upsertApiKey.run(apiKeyColumns.map((column) => row[column]));
     }
-    for (const orgId of changedOrgs) this.statements.countOrgChange.run(orgId);
-    for (const orderId of changedOrders) this.statements.countOrderChange.run(orderId);
+    for (const orgId of changedOrgs) this.many.countOrgChanges.add([orgId]);
+    for (const orderId of changedOrders) this.many.countOrderChanges.add([orderId]);
+    for (const rows of Object.values(this.many)) rows.flush();
   }
 
   private updateOrderStatement(columns: (typeof orderColumns)[number][]): Statement {
@@ -251,6 +258,48 @@ export class ReadModelWriter {
         }
       }
     }
+  }
+}
+
+/**
+ * Rows bound for one multi-row statement: `add` collects a row's values, and every
+ * `maxRowsPerStatement` rows, and at `flush`, one statement writes them. A statement is prepared
+ * once for each row count met.
+ */
+class ManyRows {
+  private readonly statements = new Map<number, Statement>();
+  private values: unknown[] = [];
+  private rows = 0;
+
+  constructor(
+    private readonly db: ReadModelDatabase,
+    private readonly sqlFor: (rows: number) => string,
+  ) {}
+
+  add(row: readonly unknown[]): void {
+    for (const value of row) this.values.push(value);
+    this.rows += 1;
+    if (this.rows === maxRowsPerStatement) this.flush();
+  }
+
+  /** Writes the rows collected so far. */
+  flush(): void {
+    if (this.rows === 0) return;
+    let statement = this.statements.get(this.rows);
+    if (statement === undefined) {
+      statement = this.db.prepare(this.sqlFor(this.rows));
+      this.statements.set(this.rows, statement);
+    }
+    const values = this.values;
+    this.values = [];
+    this.rows = 0;
+    statement.run(values);
+  }
+
+  /** Forgets rows collected but not written (a batch that failed before its commit). */
+  clear(): void {
+    this.values = [];
+    this.rows = 0;
   }
 }
 

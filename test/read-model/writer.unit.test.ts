@@ -1,7 +1,7 @@
 import { DAY_MS } from '../../projections/orders/listing.js';
 import { decodeBatch } from '../../src/consumer/decode.js';
 import { describe, expect, it } from 'vitest';
-import { readSql } from '../../projections/orders/sql.js';
+import { maxRowsPerStatement, readSql } from '../../projections/orders/sql.js';
 import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
 import {
   dumpModel,
@@ -70,6 +70,34 @@ describe('ReadModelWriter', () => {
     const twice = memoryReadModel();
     twice.apply(...events, ...events);
     expect(dumpModel(twice.db)).toEqual(dumpModel(once.db));
+  });
+
+  it(`writes a batch's new orders, articles and change counters ${maxRowsPerStatement} rows a statement, every row once`, () => {
+    // Counts that fill whole statements and leave a remainder.
+    const orders = Array.from({ length: 2 * maxRowsPerStatement + 6 }, (_, i) =>
+      orderCreated({ order_id: i + 1, organization_id: (i % 3) + 1 }, { occurred_at: at(0) }),
+    );
+    const articles = Array.from({ length: 3 * maxRowsPerStatement + 4 }, (_, i) =>
+      articlePublished({ article_id: i + 1, order_id: (i % orders.length) + 1 }, { occurred_at: at(1) }),
+    );
+    const single = memoryReadModel();
+    single.apply(...orders, ...articles);
+    const batched = memoryReadModel();
+    // one batch of orders, then one of articles
+    batched.applyInBatches(orders.length + articles.length, [...orders, ...articles]);
+    expect(dumpModel(batched.db)).toEqual(dumpModel(single.db));
+    const count = (sql: string): unknown => batched.db.prepare(sql).get();
+    expect(count('SELECT count(*) AS n FROM orders')).toEqual({ n: orders.length });
+    expect(count('SELECT count(*) AS n FROM articles')).toEqual({ n: articles.length });
+    // Each changed order and organization counts once per batch: every order changed in both batches.
+    expect(
+      count('SELECT count(*) AS n, min(changes) AS least, max(changes) AS most FROM order_changes'),
+    ).toEqual({ n: orders.length, least: 2, most: 2 });
+    expect(batched.db.prepare('SELECT org_id, changes FROM org_changes ORDER BY org_id').all()).toEqual([
+      { org_id: 1, changes: 1 },
+      { org_id: 2, changes: 1 },
+      { org_id: 3, changes: 1 },
+    ]);
   });
 
   it('skips messages below the stored offset, so a redelivered batch is not applied again', () => {
