@@ -17,7 +17,9 @@ import { freePort } from '../tools/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
+import { openReadModel } from '../src/read-model/database.js';
 import { ModelFiles } from '../src/read-model/files.js';
+import { ReadModelReader } from '../src/read-model/reader.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
   benchBroker,
@@ -71,6 +73,13 @@ export interface Results {
     articlesRps?: number;
     articlesP99Ms?: number;
     ordersRpsWhileIngesting?: number;
+    /**
+     * CPU time of the answering process per request (µs, user + system, Linux only), by figure:
+     * where a figure's time goes, next to what its reads cost in a loop of their own.
+     */
+    serverCpuMicrosPerRequest?: Record<string, number>;
+    /** The reads of (b) and (e) alone, in a loop in the benchmark's process: µs per call. */
+    inProcessReadMicros?: { ordersPage?: number; articlesOfOrder?: number };
   };
   peakRssMb?: number;
   /** messages in the topics */
@@ -240,8 +249,12 @@ export interface ApiSeconds {
 export async function cannon(
   load: Load,
   seconds: ApiSeconds,
+  /** the process answering, when its CPU time per request is wanted */
+  serverPid?: number,
 ): Promise<{
   rps: number;
+  /** CPU time of `serverPid` per request answered in the measured seconds, µs; null when not measured */
+  serverCpuMicros: number | null;
   mean: number;
   p50: number;
   p99: number;
@@ -252,12 +265,20 @@ export async function cannon(
 }> {
   note(`api (${load.name}): ${seconds.warmUp} s warm-up, then ${seconds.measure} s measured: ${load.url}`);
   if (seconds.warmUp > 0) await autocannonRun(load, seconds.warmUp);
+  const cpuBefore = serverPid === undefined ? null : cpuMsOf(serverPid);
   const result = await autocannonRun(load, seconds.measure);
+  const cpuAfter = serverPid === undefined ? null : cpuMsOf(serverPid);
+  const serverCpuMicros =
+    cpuBefore === null || cpuAfter === null || result.requests.total === 0
+      ? null
+      : ((cpuAfter - cpuBefore) * 1000) / result.requests.total;
   note(
-    `api (${load.name}): ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx} non-2xx`,
+    `api (${load.name}): ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms, ${result.non2xx} non-2xx` +
+      (serverCpuMicros === null ? '' : `, server CPU ${serverCpuMicros.toFixed(1)} µs/request`),
   );
   return {
     rps: Math.round(result.requests.average),
+    serverCpuMicros,
     mean: result.latency.mean,
     p50: result.latency.p50,
     p99: result.latency.p99,
@@ -267,6 +288,42 @@ export async function cannon(
       Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count ?? 0]),
     ),
   };
+}
+
+/**
+ * CPU time (user + system) a process has used so far, in ms, from /proc (clock ticks of 10 ms);
+ * null where there is no /proc.
+ */
+function cpuMsOf(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // fields[0] is field 3 (state) of proc(5): utime and stime are fields 14 and 15
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * µs per call of `read`, in a loop in this process: after `warmUpMs` of the same loop, the mean
+ * over `measureMs`.
+ */
+function microsPerCall(
+  { warmUpMs, measureMs }: { warmUpMs: number; measureMs: number },
+  read: () => unknown,
+): number {
+  const loop = (ms: number): { calls: number; elapsed: number } => {
+    const started = performance.now();
+    let calls = 0;
+    while (performance.now() - started < ms) {
+      for (let i = 0; i < 100; i += 1) read();
+      calls += 100;
+    }
+    return { calls, elapsed: performance.now() - started };
+  };
+  loop(warmUpMs);
+  const { calls, elapsed } = loop(measureMs);
+  return (elapsed * 1000) / calls;
 }
 
 function autocannonRun(load: Load, seconds: number): Promise<autocannon.Result> {
@@ -316,11 +373,29 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const modelFile = new ModelFiles(dataDir).currentFile();
   if (modelFile === null) throw new Error(`the service left no model file in ${dataDir}`);
   warmPageCache(modelFile);
-  const a = await cannon({ name: 'a', url: `http://127.0.0.1:${baseline.port}/constant` }, seconds);
+  const serverCpu: Record<string, number> = {};
+  ctx.results.api.serverCpuMicrosPerRequest = serverCpu;
+  /** (the figure's load, its key in `serverCpuMicrosPerRequest`, the process answering) */
+  const measure = async (
+    load: Load,
+    cpuKey: string,
+    pid: number | undefined,
+  ): Promise<Awaited<ReturnType<typeof cannon>>> => {
+    const r = await cannon(load, seconds, pid);
+    if (r.serverCpuMicros !== null) serverCpu[cpuKey] = Math.round(r.serverCpuMicros * 10) / 10;
+    return r;
+  };
+  const cpuText = (r: { serverCpuMicros: number | null }): string =>
+    r.serverCpuMicros === null ? '' : `; server CPU ${r.serverCpuMicros.toFixed(1)} µs/request`;
+  const a = await measure(
+    { name: 'a', url: `http://127.0.0.1:${baseline.port}/constant` },
+    'bare',
+    baseline.child.pid,
+  );
   const row = (name: string, r: typeof a, target?: string): void => {
     figures.push({
       name: `api ${name}`,
-      value: `${r.rps} req/s, mean ${r.mean.toFixed(2)} ms, p50 ${r.p50} ms, p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx, ${r.errors} errors` : ''}`,
+      value: `${r.rps} req/s, mean ${r.mean.toFixed(2)} ms, p50 ${r.p50} ms, p99 ${r.p99} ms${r.non2xx + r.errors > 0 ? `, ${r.non2xx} non-2xx, ${r.errors} errors` : ''}${cpuText(r)}`,
       baseline: `${a.rps} req/s`,
       ratio: r.rps / a.rps,
       ...(target === undefined ? {} : { target }),
@@ -329,41 +404,47 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   ctx.results.api.barefastifyRps = a.rps;
   figures.push({
     name: 'api (a) bare Fastify constant JSON',
-    value: `${a.rps} req/s, mean ${a.mean.toFixed(2)} ms, p50 ${a.p50} ms, p99 ${a.p99} ms`,
+    value: `${a.rps} req/s, mean ${a.mean.toFixed(2)} ms, p50 ${a.p50} ms, p99 ${a.p99} ms${cpuText(a)}`,
   });
-  const ceilingB = await cannon(
+  const ceilingB = await measure(
     { name: 'a2', url: `${api(ceiling.port)}/orders?limit=50`, key: randomKey },
-    seconds,
+    'ceilingOrders',
+    ceiling.child.pid,
   );
   row('(a2) this service, reads answered by constants: /orders?limit=50', ceilingB, 'ceiling of (b)');
   ctx.results.api.stackCeilingOrdersRps = ceilingB.rps;
-  const ceilingE = await cannon(
+  const ceilingE = await measure(
     { name: 'a2', url: `${api(ceiling.port)}/orders/1/articles`, key: () => benchKeyOf(1) },
-    seconds,
+    'ceilingArticles',
+    ceiling.child.pid,
   );
   row('(a2) this service, reads answered by constants: /orders/{id}/articles', ceilingE, 'ceiling of (e)');
   ctx.results.api.stackCeilingArticlesRps = ceilingE.rps;
   ceiling.child.kill('SIGTERM');
-  const b = await cannon(
+  const b = await measure(
     { name: 'b', url: `${api(service.httpPort)}/orders?limit=50`, key: randomKey },
-    seconds,
+    'orders',
+    service.child.pid,
   );
   row('(b) /orders?limit=50, random organizations', b, '≥ 0.6 × (a2), p99 ≤ 10 ms');
   Object.assign(ctx.results.api, { ordersRps: b.rps, ordersP99Ms: b.p99 });
-  const c = await cannon(
+  const c = await measure(
     { name: 'c', url: `${api(service.httpPort)}/orders?limit=50&offset=100000`, key: () => benchKeyOf(1) },
-    seconds,
+    'deepOffset',
+    service.child.pid,
   );
   row('(c) /orders?limit=50&offset=100000, large organization', c, 'p50 ≤ 20 ms');
   ctx.results.api.deepOffsetP50Ms = c.p50;
-  const dLarge = await cannon(
+  const dLarge = await measure(
     { name: 'd', url: `${api(service.httpPort)}/orders?status=finished`, key: () => benchKeyOf(1) },
-    seconds,
+    'statusLarge',
+    service.child.pid,
   );
   row('(d) /orders?status=finished, large organization', dLarge, 'p50 ≤ 1.5 × small-organization p50');
-  const dSmall = await cannon(
+  const dSmall = await measure(
     { name: 'd', url: `${api(service.httpPort)}/orders?status=finished`, key: () => benchKeyOf(smallOrg) },
-    seconds,
+    'statusSmall',
+    service.child.pid,
   );
   row(`(d) /orders?status=finished, small organization (${smallOrg})`, dSmall);
   // autocannon's percentiles are whole milliseconds; the mean tells sub-millisecond latencies apart.
@@ -384,9 +465,10 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   /** A ceiling of (e) that reads the model file (`read`: see app-ceiling-server.ts); its req/s. */
   const fileCeiling = async (name: string, read: 'order' | 'articles', label: string): Promise<number> => {
     const server = await startBenchServer('app-ceiling-server.ts', modelFile, read);
-    const ceiling = await cannon(
+    const ceiling = await measure(
       { name, url: `${api(server.port)}/orders/1/articles`, paths: randomOrder, key: () => benchKeyOf(1) },
-      seconds,
+      read === 'order' ? 'articlesAfterOrderLookup' : 'articlesAfterRows',
+      server.child.pid,
     );
     server.child.kill('SIGTERM');
     row(
@@ -402,14 +484,15 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     'articles',
     "the answer's rows (the service's statement, rows not turned into the answer)",
   );
-  const e = await cannon(
+  const e = await measure(
     {
       name: 'e',
       url: `${api(service.httpPort)}/orders/1/articles`,
       paths: randomOrder,
       key: () => benchKeyOf(1),
     },
-    seconds,
+    'articles',
+    service.child.pid,
   );
   row(`(e) /orders/{id}/articles, large organization, its ${listed.length} listed orders`, e, '≥ 0.8 × (a2)');
   Object.assign(ctx.results.api, { articlesRps: e.rps, articlesP99Ms: e.p99 });
@@ -428,6 +511,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   } else {
     note('api (e): within the noise of (a4); no bound for other layouts');
   }
+  figures.push(...readsInProcess(ctx, modelFile, seconds, { b, ceilingB, e, ceilingE }, keyed, listed));
 
   // (f): (b) while the service catches up on new events.
   await service.stop();
@@ -442,9 +526,10 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   const target = await topicEndOffsets(endOffsetsVia(kafka), Object.values(ctx.topics));
   service = await startServiceProcess(ctx.brokers, ctx.topics, dataDir);
   const before = appliedMessages(dataDir);
-  const f = await cannon(
+  const f = await measure(
     { name: 'f', url: `${api(service.httpPort)}/orders?limit=50`, key: randomKey },
-    seconds,
+    'ordersWhileIngesting',
+    service.child.pid,
   );
   const during = appliedMessages(dataDir) - before;
   figures.push({
@@ -469,6 +554,54 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
   await service.stop();
   baseline.child.kill('SIGTERM');
   return figures;
+}
+
+/**
+ * The reads of (b) and (e) alone, in a loop in this process on the same model file, next to the CPU
+ * the service spent per request beyond the ceiling (a2) of the same answers: how much of a figure
+ * is its read, and how much more a read costs between requests than in a loop of its own.
+ */
+function readsInProcess(
+  ctx: Context,
+  modelFile: string,
+  seconds: ApiSeconds,
+  loads: Record<'b' | 'ceilingB' | 'e' | 'ceilingE', { serverCpuMicros: number | null }>,
+  keyed: readonly number[],
+  listed: readonly number[],
+): Figure[] {
+  const db = openReadModel(modelFile, { readonly: true });
+  try {
+    const reader = new ReadModelReader(db);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(Math.random() * values.length)]!;
+    const loop = { warmUpMs: 500, measureMs: Math.min(2, seconds.measure) * 1000 };
+    const page = microsPerCall(loop, () =>
+      reader.orderPage({ orgId: pick(keyed), status: null, limit: 50, offset: 0 }),
+    );
+    const articles = microsPerCall(loop, () => reader.articlesOfOrder(1, pick(listed)));
+    ctx.results.api.inProcessReadMicros = {
+      ordersPage: Math.round(page * 10) / 10,
+      articlesOfOrder: Math.round(articles * 10) / 10,
+    };
+    const beyond = (
+      load: { serverCpuMicros: number | null },
+      ceiling: { serverCpuMicros: number | null },
+    ): string =>
+      load.serverCpuMicros === null || ceiling.serverCpuMicros === null
+        ? ''
+        : `; the service spent ${(load.serverCpuMicros - ceiling.serverCpuMicros).toFixed(1)} µs of CPU per request more than (a2)`;
+    return [
+      {
+        name: 'api (b) its read alone, in a loop in the benchmark process: one page of 50 of a random organization',
+        value: `${page.toFixed(1)} µs per page${beyond(loads.b, loads.ceilingB)}`,
+      },
+      {
+        name: 'api (e) its read alone, in a loop in the benchmark process: one listed order of organization 1 with its articles',
+        value: `${articles.toFixed(1)} µs per answer${beyond(loads.e, loads.ceilingE)}`,
+      },
+    ];
+  } finally {
+    db.close();
+  }
 }
 
 function sqliteVersion(): string {
