@@ -75,7 +75,8 @@ export interface Results {
     ordersRpsWhileIngesting?: number;
     /**
      * CPU time of the answering process per request (µs, user + system, Linux only), by figure:
-     * where a figure's time goes, next to what its reads cost in a loop of their own.
+     * where a figure's time goes, next to what its reads cost in a loop of their own. The service's
+     * figures count all its threads: `ordersWhileIngesting` is mostly its projector's.
      */
     serverCpuMicrosPerRequest?: Record<string, number>;
     /** The reads of (b) and (e) alone, in a loop in the benchmark's process: µs per call. */
@@ -296,8 +297,10 @@ export async function cannon(
  */
 function cpuMsOf(pid: number): number | null {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // fields[0] is field 3 (state) of proc(5): utime and stime are fields 14 and 15
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // after the command name, which may hold ") ": fields[0] is field 3 (state) of proc(5), so
+    // utime and stime, fields 14 and 15, are fields[11] and fields[12], in ticks of USER_HZ (100)
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * 10;
   } catch {
     return null;
