@@ -84,6 +84,40 @@ export const writeSql = {
     VALUES (@topic, @partition, @offset, @key, @value, @reason, @detail, @recordedAt)`,
 } as const;
 
+/** Copies a table of the attached `part` whole; rows that are in both files fail the copy. */
+function copyPart(table: string, columns: readonly string[], key: string): string {
+  return `INSERT INTO ${table} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM part.${table} ORDER BY ${key}`;
+}
+
+/** Adds the attached `part`'s counters to the file's own. */
+function addPart(table: string, keys: readonly string[], counter: string): string {
+  const columns = [...keys, counter].join(', ');
+  return `INSERT INTO ${table} (${columns}) SELECT ${columns} FROM part.${table} WHERE true
+    ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${counter} = ${counter} + excluded.${counter}`;
+}
+
+/**
+ * Joins into a rebuild's file the tables of a part of it built from other topics in a file of its
+ * own, attached as `part` (`src/consumer/rebuild.ts`). The two read disjoint topics, so no row of
+ * an entity or a partition is in both: a copy that meets one fails rather than choosing. Counters
+ * of listed orders add up (an order counts where its row is), and so do change counters.
+ */
+export const joinPartSql = [
+  copyPart('orders', orderColumns, 'order_id'),
+  copyPart('articles', articleColumns, 'article_id'),
+  copyPart('api_keys', apiKeyColumns, 'key_id'),
+  addPart('org_order_counts', ['org_id', 'listed_status'], 'orders'),
+  addPart('org_order_days', ['org_id', 'day', 'listed_status'], 'orders'),
+  addPart('org_changes', ['org_id'], 'changes'),
+  addPart('order_changes', ['order_id'], 'changes'),
+  copyPart('consumer_offsets', ['topic', 'partition', 'next_offset'], 'topic, partition'),
+  copyPart(
+    'dead_letters',
+    ['topic', 'partition', '"offset"', 'message_key', 'raw_value', 'reason', 'detail', 'recorded_at'],
+    'id',
+  ),
+] as const;
+
 const orderListColumns = `order_id AS id, title, listed_status, distribution_ms, created_at_ms`;
 const newestFirst = `ORDER BY created_at_ms DESC, created_at_sub DESC, order_id DESC LIMIT @limit OFFSET @offset`;
 

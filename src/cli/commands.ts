@@ -169,6 +169,7 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
         logger: ctx.logger,
         onProgress: (p) => progress.update(p.done, p.total, { deadLetters: p.deadLetters }),
         abort: interrupted,
+        articlesThread: { config: ctx.config },
       }),
     );
     for (const abandoned of result.removedAbandoned) ctx.print(`Removed the abandoned build ${abandoned}.`);

@@ -1,5 +1,6 @@
 /** Runs a projector in a worker thread and gives the main thread its handle (positions, failure, stop). */
 import { Worker } from 'node:worker_threads';
+import type { TopicRole } from '../../schemas/events.js';
 import type { ServiceConfig } from '../config.js';
 import type { UnreadableBatch } from '../kafka/port.js';
 import type { ProjectorSpec, RunningProjector } from '../lifecycle/projector-handle.js';
@@ -13,6 +14,17 @@ export interface ProjectorWorkerData {
   /** shared memory: the API's request count and this generation's give-way flag (`pacing.ts`) */
   requests: Int32Array;
   giveWay: Int32Array;
+  /** What a rebuild's own thread changes (`rebuild.ts`); a served model's projector has none of it. */
+  part?: RebuildPart;
+}
+
+/**
+ * A thread that builds part of a rebuild: the topics of `roles` only, into a new build file
+ * (`openBuildFile`: no journal on disk, no secondary indexes; the rebuild joins its tables into its
+ * own file), at the process's priority rather than below requests.
+ */
+export interface RebuildPart {
+  roles: readonly TopicRole[];
 }
 
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };
@@ -41,7 +53,7 @@ export class ProjectorThreadFailed extends Error {
 export type ProjectorThread = RunningProjector & { terminate(): Promise<void> };
 
 export function startProjectorThread(
-  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger; requests: Int32Array },
+  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger; requests: Int32Array; part?: RebuildPart },
 ): Promise<ProjectorThread> {
   const worker = new Worker(workerUrl, {
     workerData: {
@@ -50,6 +62,7 @@ export function startProjectorThread(
       config: spec.config,
       requests: spec.requests,
       giveWay: spec.giveWay,
+      ...(spec.part === undefined ? {} : { part: spec.part }),
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],

@@ -10,13 +10,13 @@ import { roleOfTopic } from '../config.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import type { Consumption } from '../kafka/port.js';
 import { createLogger } from '../logger.js';
-import { openReadModel } from '../read-model/database.js';
+import { openBuildFile, openReadModel } from '../read-model/database.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause } from './pacing.js';
 import { runProjection } from './projector.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
-const { file, groupId, config, requests, giveWay } = workerData as ProjectorWorkerData;
+const { file, groupId, config, requests, giveWay, part } = workerData as ProjectorWorkerData;
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
@@ -30,14 +30,16 @@ process.on('warning', (warning) => post({ type: 'warning', name: warning.name, m
  * thread its own nice value; elsewhere the thread keeps the process's priority.
  */
 const PROJECTOR_THREAD_NICE = 5;
-try {
-  const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
-  setPriority(threadId, PROJECTOR_THREAD_NICE);
-} catch (error) {
-  logger.debug({ err: error }, 'the projector thread keeps the process priority');
+if (part === undefined) {
+  try {
+    const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    setPriority(threadId, PROJECTOR_THREAD_NICE);
+  } catch (error) {
+    logger.debug({ err: error }, 'the projector thread keeps the process priority');
+  }
 }
 
-const db = openReadModel(file);
+const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = kafkaPortOf(config, logger);
 const pacer = new Pacer(requests, giveWay, {
@@ -48,6 +50,7 @@ const starting: Promise<Consumption> = runProjection({
   port: kafka,
   groupId,
   topics: config.topics,
+  ...(part === undefined ? {} : { roles: part.roles }),
   writer,
   logger,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),

@@ -15,6 +15,8 @@ export interface ProjectionOptions {
   port: Pick<KafkaPort, 'consume'>;
   groupId: string;
   topics: Record<TopicRole, string>;
+  /** the topics to consume, by role (default: all four) */
+  roles?: readonly TopicRole[];
   writer: ReadModelWriter;
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
@@ -30,12 +32,9 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
     groupId: options.groupId,
     // Keys first: a fetch fills its byte budget in this order, so issues and revocations are never
     // starved by a backlog of orders (a rebuild replaying the log honours a revocation within seconds).
-    topics: [
-      options.topics.apiKeys,
-      options.topics.orderStatus,
-      options.topics.orders,
-      options.topics.articles,
-    ],
+    topics: (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
+      .filter((role) => options.roles?.includes(role) ?? true)
+      .map((role) => options.topics[role]),
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
     onUnreadable: (batch) => {
       logger.error(batch, 'a record batch cannot be read; the partition waits, every other one goes on');

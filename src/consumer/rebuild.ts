@@ -5,13 +5,16 @@
  * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once.
  */
 import type { TopicRole } from '../../schemas/events.js';
-import { roleOfTopic } from '../config.js';
-import type { KafkaPort } from '../kafka/port.js';
+import { joinPartSql } from '../../projections/orders/sql.js';
+import { roleOfTopic, type ServiceConfig } from '../config.js';
+import type { Consumption, KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { openBuildFile } from '../read-model/database.js';
+import { openBuildFile, type ReadModelDatabase } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
-import { ReadModelWriter } from '../read-model/writer.js';
+import { offsetKey, ReadModelWriter } from '../read-model/writer.js';
+import { newGiveWayFlag, newRequestCounter } from './pacing.js';
 import { runProjection } from './projector.js';
+import { startProjectorThread, type ProjectorThread } from './projector-thread.js';
 
 export interface RebuildProgress {
   /** messages applied or dead-lettered so far, up to the targets */
@@ -38,6 +41,12 @@ export interface RebuildOptions {
   onProgress?: (progress: RebuildProgress) => void;
   /** resolves when the rebuild should stop early (the build file is then removed) */
   abort?: Promise<void>;
+  /**
+   * Builds the articles in a thread of their own, with its own consumer and file, joined into the
+   * build at the end: the two halves of the work run on two cores (the `rebuild` command does).
+   * `onThread` sees the thread once started (fault tests).
+   */
+  articlesThread?: { config: ServiceConfig; onThread?: (thread: ProjectorThread) => void };
 }
 
 export class RebuildAborted extends Error {
@@ -66,64 +75,136 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
     high: p.end,
   }));
   const total = targets.reduce((sum, t) => sum + (t.high - t.low), 0);
+  // The articles go to a thread of their own when asked and there are any to read.
+  const split =
+    options.articlesThread !== undefined &&
+    targets.some((t) => t.topic === options.topics.articles && t.high > t.low);
+  const roles: TopicRole[] = split
+    ? ['apiKeys', 'orderStatus', 'orders']
+    : ['apiKeys', 'orderStatus', 'orders', 'articles'];
 
   const building = options.files.newBuildingFile();
-  // A bulk-load file (see openBuildFile): any failure below removes it.
+  // Bulk-load files (see openBuildFile): any failure below removes them.
   const build = openBuildFile(building);
   const { db } = build;
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
+  const part = split ? options.files.newBuildingFile() : null;
+  let thread: ProjectorThread | null = null;
   let deadLetters = 0;
+  const storedOffset = (topic: string, partition: number): number | undefined =>
+    topic === options.topics.articles && thread !== null
+      ? thread.positions().get(offsetKey(topic, partition))
+      : writer.storedOffset(topic, partition);
   const progress = (): RebuildProgress => ({
     total,
     deadLetters,
     done: targets.reduce((sum, t) => {
-      const stored = writer.storedOffset(t.topic, t.partition) ?? t.low;
+      const stored = storedOffset(t.topic, t.partition) ?? t.low;
       return sum + Math.max(0, Math.min(stored, t.high) - t.low);
     }, 0),
   });
-  const caughtUp = (): boolean =>
-    targets.every((t) => t.high <= t.low || (writer.storedOffset(t.topic, t.partition) ?? t.low) >= t.high);
-  options.logger.info({ file: building, total, partitions: targets.length }, 'rebuild started');
+  const reached = (t: (typeof targets)[number]): boolean =>
+    t.high <= t.low || (storedOffset(t.topic, t.partition) ?? t.low) >= t.high;
+  const caughtUp = (): boolean => targets.every(reached);
+  /** whether the articles' partitions (or all the others) are caught up */
+  const partCaughtUp = (articles: boolean): boolean =>
+    targets.filter((t) => (t.topic === options.topics.articles) === articles).every(reached);
+  options.logger.info(
+    { file: building, total, partitions: targets.length, articlesThread: part },
+    'rebuild started',
+  );
 
   try {
     if (!caughtUp()) {
       const groupId = `${options.groupId}.rebuild.${Date.now()}`;
       let finish: () => void = () => undefined;
       const finished = new Promise<void>((resolve) => (finish = resolve));
-      const consumption = await runProjection({
+      // Each consumer stops as soon as its own partitions are caught up, while the other goes on: a
+      // stop waits for the consumer's fetch in flight, up to seconds on a topic with nothing left.
+      const stops = new Map<'main' | 'articles', Promise<void>>();
+      const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): void => {
+        if (stops.has(name)) return;
+        const stopping = stop();
+        stopping.catch(() => undefined); // awaited below with the others
+        stops.set(name, stopping);
+      };
+      let consumption: Consumption | null = null;
+      const onBatch = (outcome: { deadLettered: number }): void => {
+        deadLetters += outcome.deadLettered;
+        options.onProgress?.(progress());
+        if (split) {
+          const main = consumption;
+          const articles = thread;
+          if (main !== null && partCaughtUp(false)) stopOnce('main', () => main.stop());
+          if (articles !== null && partCaughtUp(true)) stopOnce('articles', () => articles.stop());
+        }
+        if (caughtUp()) finish();
+      };
+      consumption = await runProjection({
         port: options.port,
         groupId,
         topics: options.topics,
+        roles,
         writer,
         logger: options.logger.child({ component: 'rebuild' }),
-        onBatch: ({ outcome }) => {
-          deadLetters += outcome.deadLettered;
-          options.onProgress?.(progress());
-          if (caughtUp()) finish();
-        },
+        onBatch: ({ outcome }) => onBatch(outcome),
       });
+      const main = consumption;
       try {
+        if (part !== null && options.articlesThread !== undefined) {
+          thread = await startProjectorThread({
+            file: part,
+            groupId: `${groupId}.articles`,
+            config: options.articlesThread.config,
+            logger: options.logger.child({ component: 'rebuild', part: 'articles' }),
+            requests: newRequestCounter(),
+            giveWay: newGiveWayFlag(false),
+            onBatch: (_topic, _partition, outcome) => onBatch(outcome),
+            part: { roles: ['articles'] },
+          });
+          options.articlesThread.onThread?.(thread);
+        }
         const aborted = options.abort?.then(() => 'aborted' as const);
         const outcome = await Promise.race([
           finished.then(() => 'done' as const),
-          consumption.failed,
+          main.failed,
+          ...(thread === null ? [] : [thread.failed]),
           ...(aborted ? [aborted] : []),
         ]);
         if (outcome === 'aborted') throw new RebuildAborted('rebuild aborted');
         if (outcome instanceof Error) throw outcome;
       } finally {
-        await consumption.stop();
+        const articles = thread;
+        stopOnce('main', () => main.stop());
+        if (articles !== null) stopOnce('articles', () => articles.stop());
+        await Promise.all(stops.values());
         await options.port.deleteGroup(groupId);
+        if (thread !== null) await options.port.deleteGroup(`${groupId}.articles`);
       }
     }
+    if (part !== null) joinPart(db, part);
     build.finish();
   } catch (error) {
     if (db.open) db.close();
     options.files.removeBuild(building);
+    if (part !== null) options.files.removeBuild(part);
     throw error;
   }
   const file = options.files.finishBuild(building);
+  if (part !== null) options.files.removeBuild(part);
   const result = { ...progress(), file, durationMs: Date.now() - started };
   options.logger.info(result, 'rebuild finished');
   return result;
+}
+
+/** Joins the part built in `partFile` (closed) into the build, in one transaction. */
+function joinPart(db: ReadModelDatabase, partFile: string): void {
+  db.prepare('ATTACH DATABASE ? AS part').run(partFile);
+  try {
+    db.transaction(() => {
+      for (const sql of joinPartSql) db.exec(sql);
+    })();
+  } finally {
+    db.exec('DETACH DATABASE part');
+  }
 }

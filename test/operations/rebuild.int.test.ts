@@ -99,15 +99,15 @@ describe('rebuild by replay', () => {
     emptyBuild.db.close();
     const emptySize = statSync(join(fixture.dataDir, '..', 'empty.building')).size;
     const rebuild = cli(fixture.env, ['rebuild']);
-    const buildBytes = (): number => {
-      const building = files.abandonedBuilds()[0];
-      return building === undefined || !existsSync(building) ? 0 : statSync(building).size;
-    };
+    // The rebuild's file, and once its articles thread has started, that thread's.
+    const buildBytes = (): number =>
+      Math.max(0, ...files.abandonedBuilds().map((file) => (existsSync(file) ? statSync(file).size : 0)));
     await waitUntil('the rebuild has written events', () => buildBytes() > emptySize, 60_000, 5);
     rebuild.child.kill('SIGKILL');
     await rebuild.exited;
-    const building = files.abandonedBuilds()[0];
-    const appliedAtKill = building === undefined ? 0 : appliedMessagesIn(building);
+    const appliedAtKill = files
+      .abandonedBuilds()
+      .reduce((sum, building) => sum + appliedMessagesIn(building), 0);
 
     const response = await fetch(fixture.apiUrl(service, '/orders?limit=1'), { headers: auth });
     console.log(
@@ -117,7 +117,8 @@ describe('rebuild by replay', () => {
     expect(readFileSync(files.pointerPath, 'utf8')).toBe(pointer);
     expect(service.health().file).toBe(liveFile);
     expect(snapshot()).toEqual(before);
-    expect(files.abandonedBuilds()).toHaveLength(1);
+    expect(files.abandonedBuilds().length).toBeGreaterThanOrEqual(1);
+    expect(files.abandonedBuilds().length).toBeLessThanOrEqual(2);
 
     const status = cli(fixture.env, ['status']);
     expect(await status.exited).toBe(0);
