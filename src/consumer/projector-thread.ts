@@ -25,6 +25,8 @@ export interface ProjectorWorkerData {
  */
 export interface RebuildPart {
   roles: readonly TopicRole[];
+  /** the rebuild's own log level: the thread logs to stderr, as the operator command does */
+  logLevel: string;
 }
 
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };

@@ -21,9 +21,11 @@ const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
 
-const logger = createLogger(config.logLevel).child(
-  part === undefined ? { component: 'projector', file } : { component: 'rebuild', part: part.roles, file },
-);
+// A rebuild's thread keeps stdout for the operator command's answer, as the command does.
+const logger =
+  part === undefined
+    ? createLogger(config.logLevel).child({ component: 'projector', file })
+    : createLogger(part.logLevel, 2).child({ component: 'rebuild', part: part.roles, file });
 process.on('warning', (warning) => post({ type: 'warning', name: warning.name, message: warning.message }));
 
 /**

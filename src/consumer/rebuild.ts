@@ -129,9 +129,8 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
         stops.set(name, stopping);
       };
       let consumption: Consumption | null = null;
-      const onBatch = (outcome: { deadLettered: number }): void => {
-        deadLetters += outcome.deadLettered;
-        options.onProgress?.(progress());
+      /** Stops each half that has reached its targets, and ends the wait once both have. */
+      const checkProgress = (): void => {
         if (split) {
           const main = consumption;
           const articles = thread;
@@ -139,6 +138,11 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
           if (articles !== null && partCaughtUp(true)) stopOnce('articles', () => articles.stop());
         }
         if (caughtUp()) finish();
+      };
+      const onBatch = (outcome: { deadLettered: number }): void => {
+        deadLetters += outcome.deadLettered;
+        options.onProgress?.(progress());
+        checkProgress();
       };
       consumption = await runProjection({
         port: options.port,
@@ -160,9 +164,11 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
             requests: newRequestCounter(),
             giveWay: newGiveWayFlag(false),
             onBatch: (_topic, _partition, outcome) => onBatch(outcome),
-            part: { roles: ['articles'] },
+            part: { roles: ['articles'], logLevel: options.logger.level },
           });
           options.articlesThread.onThread?.(thread);
+          // Batches the thread applied before its handle was set were checked without its positions.
+          checkProgress();
         }
         const aborted = options.abort?.then(() => 'aborted' as const);
         const outcome = await Promise.race([

@@ -3,6 +3,7 @@
  * ends with the same model as one consumer over every topic, dead letters and positions included;
  * when that thread dies, the rebuild fails and leaves no file behind.
  */
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -29,11 +30,17 @@ function portOf(): ReturnType<typeof kafkajsPort> {
   });
 }
 
-/** What a model holds beyond `dumpModel`: its dead letters (recording times aside) and positions. */
+/**
+ * What a model holds beyond `dumpModel`: its dead letters (recording times aside), positions and
+ * change counters (each half counts an order's changes per batch of its own topics, and a batch
+ * holds one partition of one topic, so the joined counts equal one consumer's).
+ */
 function lettersAndPositions(file: string): Record<string, unknown[]> {
   const db = new Database(file, { readonly: true });
   try {
     return {
+      org_changes: db.prepare('SELECT * FROM org_changes ORDER BY org_id').all(),
+      order_changes: db.prepare('SELECT * FROM order_changes ORDER BY order_id').all(),
       dead_letters: db
         .prepare(
           `SELECT topic, partition, "offset", message_key, raw_value, reason, detail FROM dead_letters
@@ -66,6 +73,7 @@ describe('a rebuild with the articles in a thread of their own', () => {
     await producer.disconnect();
 
     const port = portOf();
+    let threads = 0;
     const rebuildInto = (name: string, split: boolean): ReturnType<typeof rebuildModel> =>
       rebuildModel({
         port,
@@ -73,12 +81,13 @@ describe('a rebuild with the articles in a thread of their own', () => {
         files: new ModelFiles(join(dir, name)),
         groupId: `split-${name}`,
         logger,
-        ...(split ? { articlesThread: { config: fixture.config } } : {}),
+        ...(split ? { articlesThread: { config: fixture.config, onThread: () => (threads += 1) } } : {}),
       });
     const whole = await rebuildInto('whole', false);
     const split = await rebuildInto('split', true);
     await port.close();
 
+    expect(threads).toBe(1);
     expect(split.done).toBe(whole.done);
     expect(split.deadLetters).toBe(3);
     expect(whole.deadLetters).toBe(3);
@@ -94,6 +103,22 @@ describe('a rebuild with the articles in a thread of their own', () => {
     expect(readdirSync(join(dir, 'split')).filter((name) => name.includes('.sqlite'))).toEqual([
       split.file.split('/').pop(),
     ]);
+  });
+
+  it("keeps the rebuild command's stdout for its answer: the articles thread logs to stderr", async () => {
+    const fixture = await serviceFixture({ orders: 100 });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'rebuild', '--no-promote'], {
+      env: { ...fixture.env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.resume();
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(code, stdout).toBe(0);
+    const lines = stdout.trim().split('\n');
+    expect(lines.filter((line) => !/^(Rebuilt \d+ messages|Not proposed)/.test(line))).toEqual([]);
+    expect(lines[0]).toMatch(/^Rebuilt \d+ messages/);
   });
 
   it('fails, and leaves no file behind, when the articles thread dies', async () => {
