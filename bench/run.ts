@@ -291,6 +291,8 @@ export async function cannon(
   };
 }
 
+const oneDecimal = (value: number): number => Math.round(value * 10) / 10;
+
 /**
  * CPU time (user + system) a process has used so far, in ms, from /proc (clock ticks of 10 ms);
  * null where there is no /proc.
@@ -385,7 +387,7 @@ export async function benchApi(ctx: Context, seconds: ApiSeconds, newEvents: num
     pid: number | undefined,
   ): Promise<Awaited<ReturnType<typeof cannon>>> => {
     const r = await cannon(load, seconds, pid);
-    if (r.serverCpuMicros !== null) serverCpu[cpuKey] = Math.round(r.serverCpuMicros * 10) / 10;
+    if (r.serverCpuMicros !== null) serverCpu[cpuKey] = oneDecimal(r.serverCpuMicros);
     return r;
   };
   const cpuText = (r: { serverCpuMicros: number | null }): string =>
@@ -582,8 +584,8 @@ function readsInProcess(
     );
     const articles = microsPerCall(loop, () => reader.articlesOfOrder(1, pick(listed)));
     ctx.results.api.inProcessReadMicros = {
-      ordersPage: Math.round(page * 10) / 10,
-      articlesOfOrder: Math.round(articles * 10) / 10,
+      ordersPage: oneDecimal(page),
+      articlesOfOrder: oneDecimal(articles),
     };
     const beyond = (
       load: { serverCpuMicros: number | null },

@@ -11,8 +11,6 @@ import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { pino } from 'pino';
-import { kafkajsPort } from '../src/kafka/kafkajs-adapter.js';
 import { isEntryPoint, projectRoot } from './harness.js';
 
 const pomPath = join(projectRoot, 'tools', 'kafka', 'pom.xml');
@@ -141,70 +139,42 @@ export function clusterId(): string {
   }
 }
 
+/**
+ * Waits until the broker answers metadata requests and its group coordinator answers for groups
+ * spread over the group-offsets topic's partitions: a new broker creates that topic on the first
+ * group request and answers "the coordinator is loading" until it is loaded, and a consumer group
+ * joining then fails its first join (and the service counts a projector restart).
+ */
 async function waitUntilReady(brokers: string, child: ChildProcess, logFile: string): Promise<void> {
   const deadline = Date.now() + startupTimeoutMs;
+  const groups = Array.from({ length: 12 }, (_, i) => `local-kafka-warm-up-${i}`);
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(
         `Kafka broker exited with code ${child.exitCode} during start-up. Its log:\n${readTail(logFile)}`,
       );
     }
-    const probe = kafkajsPort({
-      brokers: [brokers],
+    const probe = new Kafka({
       clientId: 'local-kafka-probe',
-      sessionTimeoutMs: 10_000,
-      logger: pino({ level: 'silent' }),
-      retries: 0,
-    });
+      brokers: [brokers],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    }).admin();
     try {
+      await probe.connect();
       await probe.listTopics();
-      break;
-    } catch {
-      // not accepting metadata requests yet
+      await probe.describeGroups(groups);
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) {
+        throw new Error(
+          `Kafka broker did not answer metadata and group requests within ${startupTimeoutMs} ms (${String(error)}). Its log:\n${readTail(logFile)}`,
+        );
+      }
     } finally {
-      await probe.close();
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `Kafka broker did not answer metadata requests within ${startupTimeoutMs} ms. Its log:\n${readTail(logFile)}`,
-      );
+      await probe.disconnect().catch(() => undefined);
     }
     await new Promise((r) => setTimeout(r, 250));
-  }
-  await waitForGroupCoordinator(brokers, deadline, logFile);
-}
-
-/**
- * A new broker creates its group-offsets topic on the first group request and answers "the
- * coordinator is loading" until the topic is loaded; a consumer group joining then fails its first
- * join (and the service counts a projector restart). Asks about groups spread over the topic's
- * partitions until the coordinator answers for all of them.
- */
-async function waitForGroupCoordinator(brokers: string, deadline: number, logFile: string): Promise<void> {
-  const admin = new Kafka({
-    clientId: 'local-kafka-probe',
-    brokers: [brokers],
-    logLevel: logLevel.NOTHING,
-    retry: { retries: 0 },
-  }).admin();
-  const groups = Array.from({ length: 12 }, (_, i) => `local-kafka-warm-up-${i}`);
-  await admin.connect();
-  try {
-    for (;;) {
-      try {
-        await admin.describeGroups(groups);
-        return;
-      } catch (error) {
-        if (Date.now() > deadline) {
-          throw new Error(
-            `Kafka broker's group coordinator was not ready within ${startupTimeoutMs} ms (${String(error)}). Its log:\n${readTail(logFile)}`,
-          );
-        }
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  } finally {
-    await admin.disconnect();
   }
 }
 

@@ -79,9 +79,6 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
   const split =
     options.articlesThread !== undefined &&
     targets.some((t) => t.topic === options.topics.articles && t.high > t.low);
-  const roles: TopicRole[] = split
-    ? ['apiKeys', 'orderStatus', 'orders']
-    : ['apiKeys', 'orderStatus', 'orders', 'articles'];
 
   const building = options.files.newBuildingFile();
   // Bulk-load files (see openBuildFile): any failure below removes them.
@@ -148,7 +145,10 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
         port: options.port,
         groupId,
         topics: options.topics,
-        roles,
+        // with the articles in their thread, every other topic
+        ...(split
+          ? { roles: (Object.keys(options.topics) as TopicRole[]).filter((role) => role !== 'articles') }
+          : {}),
         writer,
         logger: options.logger.child({ component: 'rebuild' }),
         onBatch: ({ outcome }) => onBatch(outcome),
