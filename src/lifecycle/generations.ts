@@ -45,14 +45,20 @@ export interface Generation {
   currentVersion: boolean;
   /** its projector, null while none runs (old version, or retired) */
   supervisor: Supervisor | null;
-  /** positions stored in the file when it was opened: all there is for a file nobody projects into */
-  openedAt: Positions;
+  /** the positions stored in the file now, read through its API connection */
+  storedPositions: () => Positions;
   /** set while it is a candidate: its projector gives way to the API's requests (`pacing.ts`) */
   giveWay: Int32Array;
 }
 
+/**
+ * How far a generation has read: its running projector's positions, else those stored in its file.
+ * Never an empty answer for a file that holds positions: before its projector's first start (the
+ * broker down at a restart) a served model must not look as if it had read nothing, or any candidate
+ * would seem to have reached it.
+ */
 export function positionsOf(generation: Generation): Positions {
-  return generation.supervisor?.positions() ?? generation.openedAt;
+  return generation.supervisor?.running()?.positions() ?? generation.storedPositions();
 }
 
 /**
@@ -70,21 +76,21 @@ export function openGeneration(file: string): Generation {
     currentVersion = false;
     db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
   }
-  const openedAt = new Map<string, number>();
-  for (const row of db.prepare(writeSql.selectOffsets).all() as {
-    topic: string;
-    partition: number;
-    next_offset: number;
-  }[]) {
-    openedAt.set(offsetKey(row.topic, row.partition), row.next_offset);
-  }
+  const selectOffsets = db.prepare(writeSql.selectOffsets);
+  const storedPositions = (): Positions => {
+    const positions = new Map<string, number>();
+    for (const row of selectOffsets.all() as { topic: string; partition: number; next_offset: number }[]) {
+      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
+    }
+    return positions;
+  };
   return {
     file,
     db,
     reader: new ReadModelReader(db, { cacheKeys: currentVersion, cacheChanges: currentVersion }),
     currentVersion,
     supervisor: null,
-    openedAt,
+    storedPositions,
     giveWay: newGiveWayFlag(false),
   };
 }

@@ -503,9 +503,10 @@ export class ReadModelLifecycle {
     this.refreshState();
     const previous = this.served;
     try {
-      const final: Positions =
-        previous.supervisor === null ? previous.openedAt : await previous.supervisor.stop();
       const stoppedProjector = previous.supervisor !== null;
+      await previous.supervisor?.stop();
+      // What the served file holds once nothing writes to it: the mark the candidate must reach.
+      const final: Positions = previous.storedPositions();
       previous.supervisor = null;
       // The candidate is at most a few batches behind the final positions; if it does not get there
       // within the stall timeout, the served model gets its projector back and the switch waits.

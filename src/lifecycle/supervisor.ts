@@ -64,11 +64,6 @@ export class Supervisor {
     return this.current;
   }
 
-  /** Positions of the model as last reported; kept while the projector is down. */
-  positions(): ReadonlyMap<string, number> {
-    return this.current?.positions() ?? this.lastPositions;
-  }
-
   /** Stops the running projector and starts a new one at once (the stall watchdog's remedy). */
   restart(reason: RestartReason): void {
     if (this.current === null || this.restartRequested !== null) return;
@@ -76,12 +71,11 @@ export class Supervisor {
     this.wake.abort();
   }
 
-  /** Stops the projector and the loop; no restart follows. Returns the last positions. */
-  async stop(): Promise<ReadonlyMap<string, number>> {
+  /** Stops the projector and the loop; no restart follows. */
+  async stop(): Promise<void> {
     this.stopping = true;
     this.wake.abort();
     await this.loop;
-    return this.lastPositions;
   }
 
   /**

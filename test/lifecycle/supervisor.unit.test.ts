@@ -112,7 +112,7 @@ describe('the supervisor', () => {
     expect(reasons).toEqual(['failed', 'failed']);
     expect(clock.sleeps).toEqual([100, 100]);
     expect(supervisor.running()).toBe(handles[2]);
-    expect(supervisor.positions().get('0:t')).toBe(9);
+    expect(supervisor.running()?.positions().get('0:t')).toBe(9);
     await supervisor.stop();
   });
 
