@@ -495,6 +495,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
   const replicas: Replica[] = [];
   const kafka = new Kafka({ clientId: 'campaign', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  let report: CampaignReport | null = null;
   try {
     const admin = kafka.admin();
     await admin.connect();
@@ -503,12 +504,16 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     await producer.connect();
     for (const name of ['replica-1', 'replica-2'])
       replicas.push(await Replica.create(name, dir, broker.brokers, topics));
-    return await new Campaign(options, broker, kafka, producer, replicas, topics, dir).run();
+    report = await new Campaign(options, broker, kafka, producer, replicas, topics, dir).run();
+    return report;
   } finally {
     await Promise.all(replicas.map((r) => r.kill('SIGKILL')));
     await producer.disconnect().catch(() => undefined);
     await broker.stop();
-    rmSync(dir, { recursive: true, force: true });
+    // A failed campaign keeps its replicas' data directories and logs for a look.
+    if (report === null || report.violations.length > 0)
+      console.log(`[campaign ${options.seed}] kept ${dir}: the replicas' logs and data directories`);
+    else rmSync(dir, { recursive: true, force: true });
   }
 }
 

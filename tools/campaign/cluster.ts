@@ -3,7 +3,7 @@
  * replicas as real processes, each with its own data directory, ports and consumer group.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TopicRole } from '../../schemas/events.js';
 import { runServiceCommand, spawnServiceCommand } from '../harness.js';
@@ -84,6 +84,8 @@ export class Replica {
     readonly adminPort: number,
     private readonly brokers: string,
     private readonly topics: Record<TopicRole, string>,
+    /** every line its processes wrote, kept with a failed campaign's directory */
+    readonly logFile: string,
   ) {}
 
   static async create(
@@ -94,7 +96,15 @@ export class Replica {
   ): Promise<Replica> {
     const dataDir = join(dir, name);
     mkdirSync(dataDir, { recursive: true });
-    return new Replica(name, dataDir, await freePort(), await freePort(), brokers, topics);
+    return new Replica(
+      name,
+      dataDir,
+      await freePort(),
+      await freePort(),
+      brokers,
+      topics,
+      join(dir, `${name}.log`),
+    );
   }
 
   env(): NodeJS.ProcessEnv {
@@ -127,7 +137,12 @@ export class Replica {
     this.readyAtEpoch = -1;
     this.answered = false;
     const child = spawnServiceCommand(['serve'], this.env());
+    appendFileSync(
+      this.logFile,
+      `--- start (incarnation ${this.incarnation}) at ${new Date().toISOString()}\n`,
+    );
     const keep = (chunk: Buffer): void => {
+      appendFileSync(this.logFile, chunk);
       for (const line of chunk.toString('utf8').split('\n')) {
         if (line === '') continue;
         this.tail.push(line.slice(0, 600));

@@ -3,7 +3,7 @@
  * - never older: a title's tick never falls; an order seen never vanishes without a deletion
  *   published after it; a deleted order never comes back with a title older than its deletion; the
  *   insert-only organization's total never falls; a key seen valid is never refused before its
- *   revocation, and a revoked key seen refused never answers 200 again;
+ *   revocation, and a key seen valid and then refused after its revocation never answers 200 again;
  * - isolation: no answer holds an order of another organization;
  * - no answer is a 5xx.
  * The revocation bound, liveness and convergence are checked by the campaign around these.
@@ -130,8 +130,10 @@ export class Invariants {
         );
       else memory.keySeen.set(keyId, 'valid');
     } else if (status === 401) {
-      if (revoked) memory.keySeen.set(keyId, 'refused');
-      else if (seen === 'valid')
+      // A 401 before the replica has applied the key's issue says nothing: only valid → refused counts.
+      if (revoked) {
+        if (seen === 'valid') memory.keySeen.set(keyId, 'refused');
+      } else if (seen === 'valid')
         this.violate(
           replica,
           'never older',
