@@ -495,7 +495,7 @@ export class ReadModelLifecycle {
   async maybeSwitch(): Promise<void> {
     const candidate = this.candidate;
     if (candidate === null || this.switching || this.stopping) return;
-    if (!hasReached(positionsOf(candidate), positionsOf(this.served))) return;
+    if (!this.hasReachedAnswered(candidate, positionsOf(this.served))) return;
     this.switching = true;
     // The served model gets no events until the swap: the last few batches run at full speed, and
     // so does the candidate from now on if the switch has to wait.
@@ -511,10 +511,11 @@ export class ReadModelLifecycle {
       // The candidate is at most a few batches behind the final positions; if it does not get there
       // within the stall timeout, the served model gets its projector back and the switch waits.
       const deadline = this.options.clock.now() + this.options.stallTimeoutMs;
-      let reached = hasReached(positionsOf(candidate), final);
+      // Checked again right before the swap, with no await in between: the keys watch moves on.
+      let reached = this.hasReachedAnswered(candidate, final);
       while (!reached && !this.isStopping() && this.options.clock.now() < deadline) {
         await this.options.clock.sleep(20);
-        reached = hasReached(positionsOf(candidate), final);
+        reached = this.hasReachedAnswered(candidate, final);
       }
       if (!reached || this.isStopping()) {
         if (stoppedProjector && !this.isStopping()) {
@@ -562,6 +563,19 @@ export class ReadModelLifecycle {
       this.refreshState();
     }
     void this.checkLag().catch(() => undefined);
+  }
+
+  /**
+   * Whether `candidate` holds everything this replica may have answered from: the served model's
+   * `served` positions and, while a keys watch runs, the keys the watch has read (an issue or a
+   * revocation answered from the watch must not be forgotten when the watch stops at the swap).
+   */
+  private hasReachedAnswered(candidate: Generation, served: Positions): boolean {
+    const positions = positionsOf(candidate);
+    return (
+      hasReached(positions, served) &&
+      (this.keysWatch === null || hasReached(positions, this.keysWatch.positions()))
+    );
   }
 
   /** Read through a call: the flag changes while this object awaits. */

@@ -1,6 +1,7 @@
 /** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
 import { pino } from 'pino';
 import type { DomainEvent } from '../../schemas/events.js';
+import { startKeysWatch } from '../../src/consumer/keys-watch.js';
 import { systemClock } from '../../src/lifecycle/clock.js';
 import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
 import type { ServiceState } from '../../src/lifecycle/state.js';
@@ -29,6 +30,8 @@ export function lifecycleFixture(
   dataDir: string,
   options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs'>> & {
     beforeBatch?: (file: string) => void | Promise<void>;
+    /** watch the keys topic while the served model is of an older version, as the service does */
+    keysWatch?: boolean;
   } = {},
 ): LifecycleFixture {
   const kafka = new MemoryKafka(Object.values(testTopics));
@@ -51,6 +54,12 @@ export function lifecycleFixture(
       : { candidateGainWindowMs: options.candidateGainWindowMs }),
     backoff: { initialMs: 20, maxMs: 200 },
     endOffsets: (topics) => kafka.endOffsets(topics),
+    ...(options.keysWatch === true
+      ? {
+          startKeysWatch: (groupId: string) =>
+            startKeysWatch({ port: kafka, topics: testTopics, groupId, logger }),
+        }
+      : {}),
     startProjector: (spec) => {
       giveWayFlags.set(spec.file, spec.giveWay);
       return startInProcess(spec);
