@@ -86,6 +86,17 @@ describe('conditional requests and paging links', () => {
     expect((await api.get('/orders', 'not-a-key', { 'if-none-match': '*' })).status).toBe(401);
   });
 
+  it('never gives two organizations the same /orders tag: another organization sending this one’s tag gets its own page', async () => {
+    // Equal change counters (one order each, created the same way) and equal queries.
+    const api = await startTestApi([issueKeyOf(1), issueKeyOf(2), ...orders(1, 1), ...orders(100, 1, 2)]);
+    const first = await api.get('/orders', key);
+    const second = await api.get('/orders', keyOf(2));
+    expect(first.headers.get('etag')).not.toBe(second.headers.get('etag'));
+    const crossed = await api.get('/orders', keyOf(2), { 'if-none-match': first.headers.get('etag')! });
+    expect(crossed.status).toBe(200);
+    expect((crossed.body as { data: { id: number }[] }).data.map((o) => o.id)).toEqual([100]);
+  });
+
   it('keeps the tag when another organization changes, and changes it when this one does', async () => {
     const api = await startTestApi([issueKeyOf(1), ...orders(1, 2), ...orders(100, 2, 2)]);
     const tag = (await api.get('/orders', key)).headers.get('etag')!;

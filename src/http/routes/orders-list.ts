@@ -49,7 +49,7 @@ export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod 
           querystring: OrderListQuery,
           response: {
             200: OrderList.describe(
-              'The page. Headers: `ETag` (weak, from the organization’s change counter), `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
+              'The page. Headers: `ETag` (weak, naming the organization, from its change counter), `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
             ),
             304: notModifiedResponse,
             422: ErrorBody.describe('Invalid status, limit or offset'),
@@ -66,6 +66,7 @@ export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod 
           reads.modelIdentity(),
           reads.orgChanges(request.orgId),
           'o',
+          request.orgId,
           status,
           limit,
           offset,
