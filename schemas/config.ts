@@ -2,8 +2,22 @@
 import { z } from 'zod';
 import { defaultTopicNames } from './events.js';
 
-const port = z.coerce.number().int().min(0).max(65_535);
-const positiveInt = z.coerce.number().int().positive();
+/**
+ * Numbers are read as written, with no coercion: an empty value, a sign, spaces, hex or an exponent
+ * is refused rather than read as 0 or as something else (unset a variable for its default).
+ */
+const decimalInteger = z
+  .string()
+  .regex(/^\d+$/, 'must be a decimal integer (digits only; unset the variable for its default)')
+  .transform(Number)
+  .pipe(z.number().int().max(Number.MAX_SAFE_INTEGER));
+const decimalFraction = z
+  .string()
+  .regex(/^\d+(\.\d+)?$/, 'must be a decimal number such as 0.25 (unset the variable for its default)')
+  .transform(Number);
+/** 1–65535; 0 asks the system for any free port (tests and tools). */
+const port = decimalInteger.pipe(z.number().max(65_535));
+const positiveInt = decimalInteger.pipe(z.number().positive());
 
 export const ServiceEnv = z.object({
   KAFKA_BROKERS: z
@@ -15,7 +29,7 @@ export const ServiceEnv = z.object({
   KAFKA_CLIENT_ID: z.string().min(1).default('orders-read-model'),
   /** Unique per replica: every replica consumes every partition into its own file. */
   KAFKA_GROUP_ID: z.string().min(1).optional(),
-  KAFKA_SESSION_TIMEOUT_MS: positiveInt.min(1000).default(10_000),
+  KAFKA_SESSION_TIMEOUT_MS: decimalInteger.pipe(z.number().min(1000)).default(10_000),
   /** codec of what this service publishes (`keys issue`, `keys revoke`, `demo-data`); every codec is read */
   KAFKA_COMPRESSION: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
   TOPIC_ORDERS: z.string().min(1).default(defaultTopicNames.orders),
@@ -27,13 +41,13 @@ export const ServiceEnv = z.object({
   HTTP_PORT: port.default(8080),
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
   ADMIN_PORT: port.default(9464),
-  READY_MAX_LAG: z.coerce.number().int().min(0).default(1000),
+  READY_MAX_LAG: decimalInteger.default(1000),
   STALL_TIMEOUT_MS: positiveInt.default(30_000),
   LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
-  REBUILD_WORK_SHARE: z.coerce.number().min(0.05).max(1).default(0.25),
+  REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
   /** requests per API key per window; 0 turns the limit off */
-  RATE_LIMIT_MAX: z.coerce.number().int().min(0).default(0),
+  RATE_LIMIT_MAX: decimalInteger.default(0),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -34,6 +34,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       ? []
       : parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`)),
     ...topicClashes(env).map((clash) => `  ${clash}`),
+    ...(parsed.success ? portClashes(parsed.data) : []).map((clash) => `  ${clash}`),
   ];
   if (!parsed.success || problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
@@ -65,6 +66,13 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     logLevel: e.LOG_LEVEL,
   };
+}
+
+/** The API and the admin listener on one port: the second listen would fail at start. */
+function portClashes(e: ServiceEnv): string[] {
+  return e.HTTP_PORT !== 0 && e.HTTP_PORT === e.ADMIN_PORT
+    ? [`HTTP_PORT, ADMIN_PORT: the API and the admin listener cannot share port ${e.HTTP_PORT}`]
+    : [];
 }
 
 /** One topic named for two roles would dead-letter every event of one of them as wrong_topic. */

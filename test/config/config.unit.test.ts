@@ -36,6 +36,52 @@ describe('configuration', () => {
     expect(() => loadConfig({ REBUILD_WORK_SHARE: '1.5' })).toThrow(/REBUILD_WORK_SHARE/);
   });
 
+  it('coerces nothing: an empty or non-decimal number is refused, and every such problem is listed at once', () => {
+    const load = (): unknown =>
+      loadConfig({
+        HTTP_PORT: '',
+        ADMIN_PORT: '0x1F90',
+        READY_MAX_LAG: '',
+        STALL_TIMEOUT_MS: '1e4',
+        LAG_CHECK_INTERVAL_MS: ' 2000',
+        RATE_LIMIT_MAX: '+5',
+        RATE_LIMIT_WINDOW_MS: '60000.5',
+        KAFKA_SESSION_TIMEOUT_MS: 'Infinity',
+        REBUILD_WORK_SHARE: '',
+      });
+    expect(load).toThrow(ConfigError);
+    for (const name of [
+      'HTTP_PORT',
+      'ADMIN_PORT',
+      'READY_MAX_LAG',
+      'STALL_TIMEOUT_MS',
+      'LAG_CHECK_INTERVAL_MS',
+      'RATE_LIMIT_MAX',
+      'RATE_LIMIT_WINDOW_MS',
+      'KAFKA_SESSION_TIMEOUT_MS',
+      'REBUILD_WORK_SHARE',
+    ]) {
+      expect(load, name).toThrow(new RegExp(`${name}: `));
+    }
+    expect(loadConfig({ HTTP_PORT: '8081', READY_MAX_LAG: '0' })).toMatchObject({
+      http: { port: 8081 },
+      health: { readyMaxLag: 0 },
+    });
+  });
+
+  it('takes ports from 1 to 65535 (0: any free port), and refuses the API and admin listeners on one port', () => {
+    expect(() => loadConfig({ HTTP_PORT: '65536' })).toThrow(/HTTP_PORT/);
+    expect(() => loadConfig({ HTTP_PORT: '-1' })).toThrow(/HTTP_PORT/);
+    expect(() => loadConfig({ HTTP_PORT: '9000', ADMIN_PORT: '9000' })).toThrow(
+      /HTTP_PORT, ADMIN_PORT: the API and the admin listener cannot share port 9000/,
+    );
+    expect(() => loadConfig({ ADMIN_PORT: '8080' })).toThrow(/share port 8080/);
+    expect(loadConfig({ HTTP_PORT: '0', ADMIN_PORT: '0' })).toMatchObject({
+      http: { port: 0 },
+      admin: { port: 0 },
+    });
+  });
+
   it('stops the executable with exit code 2 and the list of problems', () => {
     const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
       env: { PATH: process.env['PATH'], TOPIC_ORDERS: 'same', TOPIC_API_KEYS: 'same' },
