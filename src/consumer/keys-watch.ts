@@ -60,8 +60,11 @@ export async function startKeysWatch(options: {
     orgOfKeyHash: (hash) => reader.orgOfKeyHash(hash),
     failed: consumption.failed,
     stop: async () => {
-      await consumption.stop();
-      db.close();
+      try {
+        await consumption.stop();
+      } finally {
+        db.close();
+      }
     },
   };
 }

@@ -374,12 +374,15 @@ export class ReadModelLifecycle {
     const old = this.candidate;
     if (old === null) return;
     this.candidate = null;
-    void (async () => {
+    const retire = async (): Promise<void> => {
       await old.supervisor?.stop();
       old.db.close();
       this.options.files.removeGeneration(old.file);
       this.options.logger.info({ file: old.file }, 'retired a candidate superseded by a newer proposal');
-    })();
+    };
+    retire().catch((error: unknown) =>
+      this.options.logger.error({ err: error, file: old.file }, 'retiring a superseded candidate failed'),
+    );
   }
 
   private supervise(generation: Generation, groupId: string, role: 'served' | 'candidate'): Supervisor {
@@ -464,7 +467,7 @@ export class ReadModelLifecycle {
     if (start === undefined || this.served.currentVersion || this.stopping) {
       const watch = this.keysWatch;
       this.keysWatch = null;
-      void watch?.stop().catch(() => undefined);
+      if (watch !== null) this.endKeysWatch(watch);
       return;
     }
     if (this.keysWatch !== null || this.keysWatchStarting) return;
@@ -472,19 +475,27 @@ export class ReadModelLifecycle {
     start(`${this.options.groupId}.keys.${this.options.clock.now()}`)
       .then((watch) => {
         if (this.stopping || this.served.currentVersion) {
-          void watch.stop();
+          this.endKeysWatch(watch);
           return;
         }
         this.keysWatch = watch;
         void watch.failed.then((error) => {
           this.options.logger.warn({ err: error }, 'the keys watch failed; it starts again');
           if (this.keysWatch === watch) this.keysWatch = null;
+          // Its in-memory model and its consumer are let go too, not only forgotten.
+          this.endKeysWatch(watch);
         });
       })
       .catch((error: unknown) =>
         this.options.logger.warn({ err: error }, 'the keys watch did not start; it is tried again'),
       )
       .finally(() => (this.keysWatchStarting = false));
+  }
+
+  private endKeysWatch(watch: KeysWatch): void {
+    watch
+      .stop()
+      .catch((error: unknown) => this.options.logger.warn({ err: error }, 'stopping the keys watch failed'));
   }
 
   /**

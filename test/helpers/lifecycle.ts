@@ -24,6 +24,8 @@ export interface LifecycleFixture {
   tick: () => Promise<void>;
   /** whether the projectors of a file are told to give way to requests now; null: none was started */
   givesWay: (file: string) => boolean | null;
+  /** keys watches started, and how many of them were stopped (their model and consumer let go) */
+  keysWatches: { started: number; stopped: number };
 }
 
 export function lifecycleFixture(
@@ -40,6 +42,7 @@ export function lifecycleFixture(
   const transitions: LifecycleFixture['transitions'] = [];
   const logger = pino({ level: 'silent' });
   const giveWayFlags = new Map<string, Int32Array>();
+  const keysWatches = { started: 0, stopped: 0 };
   const startInProcess = inProcessProjectors(kafka, testTopics, logger, options.beforeBatch);
   const lifecycle = new ReadModelLifecycle({
     files,
@@ -56,8 +59,17 @@ export function lifecycleFixture(
     endOffsets: (topics) => kafka.endOffsets(topics),
     ...(options.keysWatch === true
       ? {
-          startKeysWatch: (groupId: string) =>
-            startKeysWatch({ port: kafka, topics: testTopics, groupId, logger }),
+          startKeysWatch: async (groupId: string) => {
+            const watch = await startKeysWatch({ port: kafka, topics: testTopics, groupId, logger });
+            keysWatches.started += 1;
+            return {
+              ...watch,
+              stop: () => {
+                keysWatches.stopped += 1;
+                return watch.stop();
+              },
+            };
+          },
         }
       : {}),
     startProjector: (spec) => {
@@ -90,6 +102,7 @@ export function lifecycleFixture(
       lifecycle.checkProposals();
       await lifecycle.maybeSwitch();
     },
+    keysWatches,
     givesWay: (file) => {
       const flag = giveWayFlags.get(file);
       return flag === undefined ? null : Atomics.load(flag, 0) === 1;
