@@ -4,7 +4,7 @@
  * stored with it; a new replica restored from it continues from those positions instead of
  * replaying every topic from the start.
  */
-import { copyFileSync, existsSync, statSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, statSync } from 'node:fs';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
@@ -51,17 +51,64 @@ export function takeSnapshot(dataDir: string, to: string): SnapshotFacts {
 }
 
 /**
- * Makes a snapshot the served model of a new replica's `dataDir`. A snapshot of another projection
- * version is refused: this code would only rebuild it from the topics, which a fresh replica does anyway.
+ * What makes a copy fit to serve: SQLite's integrity check, this code's projection version, and
+ * positions that are offsets. Throws SnapshotRefused saying what is wrong.
+ */
+function checkedFacts(file: string, shownAs: string): { projectionVersion: number; positions: number } {
+  let facts: { projectionVersion: number; positions: number };
+  try {
+    const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
+    try {
+      const problems = (db.prepare('PRAGMA integrity_check(5)').all() as { integrity_check: string }[])
+        .map((row) => row.integrity_check)
+        .filter((line) => line !== 'ok');
+      if (problems.length > 0) {
+        throw new SnapshotRefused(
+          `${shownAs} fails SQLite's integrity check (${problems.join('; ')}); take a new snapshot from a running replica.`,
+        );
+      }
+      const offsets = db.prepare(writeSql.selectOffsets).all() as { next_offset: unknown }[];
+      if (offsets.some((o) => !Number.isSafeInteger(o.next_offset) || (o.next_offset as number) < 0)) {
+        throw new SnapshotRefused(`${shownAs} holds positions that are not offsets; take a new snapshot.`);
+      }
+      facts = {
+        projectionVersion: projectionVersionOf(db),
+        positions: offsets.reduce<number>((sum, o) => sum + (o.next_offset as number), 0),
+      };
+    } finally {
+      db.close();
+    }
+  } catch (error) {
+    if (error instanceof SnapshotRefused) throw error;
+    throw new SnapshotRefused(
+      `${shownAs} is not a readable read model (${error instanceof Error ? error.message : String(error)}); take a new snapshot from a running replica.`,
+    );
+  }
+  if (facts.projectionVersion !== PROJECTION_VERSION) {
+    throw new SnapshotRefused(
+      `${shownAs} holds projection version ${facts.projectionVersion}; this code projects version ${PROJECTION_VERSION}. Take a snapshot from a replica that runs this version, or start without one (the replica then replays the topics).`,
+    );
+  }
+  return facts;
+}
+
+function fsyncFile(file: string): void {
+  const fd = openSync(file, 'r+');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Makes a snapshot the served model of a new replica's `dataDir`: the copy is made, fsynced and
+ * checked (integrity, projection version, positions) before `CURRENT` names it; a refused copy is
+ * removed. A snapshot of another projection version is refused: this code would only rebuild it
+ * from the topics, which a fresh replica does anyway.
  */
 export function restoreSnapshot(dataDir: string, from: string): SnapshotFacts {
   if (!existsSync(from)) throw new SnapshotRefused(`${from} does not exist.`);
-  const facts = positionsIn(from);
-  if (facts.projectionVersion !== PROJECTION_VERSION) {
-    throw new SnapshotRefused(
-      `${from} holds projection version ${facts.projectionVersion}; this code projects version ${PROJECTION_VERSION}. Take a snapshot from a replica that runs this version, or start without one (the replica then replays the topics).`,
-    );
-  }
   const files = new ModelFiles(dataDir);
   const served = files.currentFile();
   if (served !== null) {
@@ -70,7 +117,14 @@ export function restoreSnapshot(dataDir: string, from: string): SnapshotFacts {
     );
   }
   const file = files.newGenerationFile();
-  copyFileSync(from, file);
-  files.promote(file);
-  return { file, bytes: statSync(file).size, ...facts };
+  try {
+    copyFileSync(from, file);
+    fsyncFile(file);
+    const facts = checkedFacts(file, from);
+    files.promote(file);
+    return { file, bytes: statSync(file).size, ...facts };
+  } catch (error) {
+    files.removeGeneration(file);
+    throw error;
+  }
 }
