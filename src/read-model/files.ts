@@ -18,8 +18,17 @@ import {
   writeSync,
 } from 'node:fs';
 import { mkdirSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { basename, join } from 'node:path';
+import {
+  acquireLease,
+  defaultLease,
+  LockHeld,
+  readHolder,
+  type Lease,
+  type LockHolder,
+} from './lease-lock.js';
+
+export type { LockHolder } from './lease-lock.js';
 
 const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
@@ -119,44 +128,25 @@ export class ModelFiles {
   }
 
   /**
-   * Takes the directory's rebuild lock for `purpose`, or throws RebuildLocked naming its holder. A lock
-   * left by a process that no longer runs on this host is taken over. Returns the release function.
+   * Takes the directory's rebuild lock for `purpose`, or throws RebuildLocked naming its holder. The
+   * lock is a lease (`lease-lock.ts`), renewed until released: one left by a process that is gone,
+   * here or on another host, is taken over. Returns the release function.
    */
-  acquireRebuildLock(purpose: string): () => void {
-    for (let attempt = 0; attempt < 2; attempt += 1) {
-      try {
-        const fd = openSync(this.lockPath, 'wx');
-        writeSync(
-          fd,
-          JSON.stringify({ pid: process.pid, host: hostname(), purpose, since: new Date().toISOString() }),
-        );
-        closeSync(fd);
-        let held = true;
-        return () => {
-          if (held) rmSync(this.lockPath, { force: true });
-          held = false;
-        };
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-        const holder = this.lockHolder();
-        if (holder !== null && holderRuns(holder)) {
-          throw new RebuildLocked(
-            `Another rebuild of ${this.dir} is running (${holder.purpose}, pid ${holder.pid} on ${holder.host} since ${holder.since}). Wait for it to finish, or stop it.`,
-          );
-        }
-        rmSync(this.lockPath, { force: true });
-      }
+  acquireRebuildLock(purpose: string, lease: Lease = defaultLease): () => void {
+    try {
+      return acquireLease(this.lockPath, purpose, lease);
+    } catch (error) {
+      if (!(error instanceof LockHeld)) throw error;
+      const { holder } = error;
+      throw new RebuildLocked(
+        `Another rebuild of ${this.dir} is running (${holder.purpose}, pid ${holder.pid} on ${holder.host} since ${holder.since}, lease renewed at ${holder.renewedAt}). Wait for it to finish, or stop it: its lock is taken over once its lease of ${lease.ttlMs / 1000} s runs out.`,
+      );
     }
-    throw new RebuildLocked(`Could not take ${this.lockPath}`);
   }
 
   /** Who holds the rebuild lock, or null. */
   lockHolder(): LockHolder | null {
-    try {
-      return JSON.parse(readFileSync(this.lockPath, 'utf8')) as LockHolder;
-    } catch {
-      return null;
-    }
+    return readHolder(this.lockPath);
   }
 
   /** Builds left behind by interrupted rebuilds. */
@@ -171,22 +161,5 @@ export class ModelFiles {
 
   removeBuild(buildingFile: string): void {
     for (const suffix of ['', '-wal', '-shm']) rmSync(buildingFile + suffix, { force: true });
-  }
-}
-
-export interface LockHolder {
-  pid: number;
-  host: string;
-  purpose: string;
-  since: string;
-}
-
-function holderRuns(holder: LockHolder): boolean {
-  if (holder.host !== hostname()) return true;
-  try {
-    process.kill(holder.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
