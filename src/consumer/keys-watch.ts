@@ -16,10 +16,17 @@ import { decodeBatch } from './decode.js';
 export interface KeysWatch {
   positions(): ReadonlyMap<string, number>;
   orgOfKeyHash(keySha256: string): number | null;
-  readonly failed: Promise<Error>;
   stop(): Promise<void>;
 }
 
+/** Delays before consuming again after a failure: doubling from 1 s, at most 10 s. */
+const retry = { initialMs: 1000, maxMs: 10_000 };
+
+/**
+ * Starts watching; rejects if the first start fails. A failure later is retried with backoff on the
+ * same in-memory model, from its own positions: the keys it has answered from are never forgotten
+ * (a watch started anew would read the topic from its start, and answer from older models meanwhile).
+ */
 export async function startKeysWatch(options: {
   port: Pick<KafkaPort, 'consume'>;
   topics: Record<TopicRole, string>;
@@ -30,9 +37,8 @@ export async function startKeysWatch(options: {
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
   const reader = new ReadModelReader(db);
   const positions = new Map<string, number>();
-  let consumption: Consumption;
-  try {
-    consumption = await options.port.consume({
+  const consume = (): Promise<Consumption> =>
+    options.port.consume({
       groupId: options.groupId,
       topics: [options.topics.apiKeys],
       startAt: (topic, partition) => writer.storedOffset(topic, partition),
@@ -47,10 +53,51 @@ export async function startKeysWatch(options: {
           positions.set(offsetKey(batch.topic, batch.partition), outcome.nextOffset);
       },
     });
+  let consumption: Consumption | null;
+  try {
+    consumption = await consume();
   } catch (error) {
     db.close();
     throw error;
   }
+  let stopped = false;
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | null = null;
+  const resumeAfter = (error: Error): void => {
+    const delay = Math.min(retry.maxMs, retry.initialMs * 2 ** Math.min(failures, 10));
+    failures += 1;
+    options.logger.warn(
+      { err: error, retryInMs: delay },
+      'the keys watch failed; it resumes from its own positions',
+    );
+    retryTimer = setTimeout(() => {
+      retryTimer = null;
+      if (stopped) return;
+      consume().then(
+        (next) => {
+          if (stopped) {
+            next.stop().catch(() => undefined);
+            return;
+          }
+          failures = 0;
+          supervise(next);
+        },
+        (startError: unknown) => {
+          if (!stopped) resumeAfter(startError instanceof Error ? startError : new Error(String(startError)));
+        },
+      );
+    }, delay);
+    retryTimer.unref();
+  };
+  const supervise = (running: Consumption): void => {
+    consumption = running;
+    void running.failed.then((error) => {
+      if (stopped || consumption !== running) return;
+      consumption = null;
+      resumeAfter(error);
+    });
+  };
+  supervise(consumption);
   options.logger.info(
     { groupId: options.groupId },
     'watching the keys topic while the served model is rebuilt',
@@ -58,10 +105,13 @@ export async function startKeysWatch(options: {
   return {
     positions: () => positions,
     orgOfKeyHash: (hash) => reader.orgOfKeyHash(hash),
-    failed: consumption.failed,
     stop: async () => {
+      stopped = true;
+      if (retryTimer !== null) clearTimeout(retryTimer);
+      const running = consumption;
+      consumption = null;
       try {
-        await consumption.stop();
+        await running?.stop();
       } finally {
         db.close();
       }

@@ -478,13 +478,9 @@ export class ReadModelLifecycle {
           this.endKeysWatch(watch);
           return;
         }
+        // It outlives its consumer's failures (it resumes from its own positions), so that the keys
+        // it has answered are never forgotten while it is needed.
         this.keysWatch = watch;
-        void watch.failed.then((error) => {
-          this.options.logger.warn({ err: error }, 'the keys watch failed; it starts again');
-          if (this.keysWatch === watch) this.keysWatch = null;
-          // Its in-memory model and its consumer are let go too, not only forgotten.
-          this.endKeysWatch(watch);
-        });
       })
       .catch((error: unknown) =>
         this.options.logger.warn({ err: error }, 'the keys watch did not start; it is tried again'),

@@ -1,8 +1,12 @@
-/** The keys watch (served model of an older version): a failed watch is let go, not only forgotten. */
+/**
+ * The keys watch (while the served model is of an older version): its consumer's failures do not
+ * cost the keys it has answered from, and it is stopped, its in-memory model let go, when not needed.
+ */
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { issueKeyOf } from '../helpers/api.js';
-import { at, orderCreated } from '../helpers/events.js';
+import { sha256Hex } from '../../src/http/auth.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
 import { tempDir } from '../helpers/temp.js';
@@ -15,9 +19,10 @@ afterEach(async () => {
 });
 
 const events = [issueKeyOf(1), orderCreated({ order_id: 1 }, { occurred_at: at(1) })];
+const revocation = apiKeyRevoked('test-api-key-of-org-1', { occurred_at: at(10) });
 
 describe('the keys watch', () => {
-  it('is stopped when it fails (its in-memory model and consumer let go) and started again', async () => {
+  it('keeps a revocation it applied through its consumer failing and resuming, and is stopped once at the end', async () => {
     const dataDir = join(root, 'data');
     const older = lifecycleFixture(dataDir);
     older.publish(events);
@@ -30,7 +35,7 @@ describe('the keys watch', () => {
     const served = older.files.currentFile()!;
     markProjectionVersion1(served);
 
-    // The version rebuild is held back, so that the watch is needed throughout.
+    // The version rebuild is held back: only the watch reads the revocation.
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
     const f = lifecycleFixture(dataDir, {
@@ -38,23 +43,37 @@ describe('the keys watch', () => {
       beforeBatch: (file) => (file === served ? undefined : held),
     });
     running.push(f);
-    f.publish(events);
+    f.publish([...events, revocation]);
     f.lifecycle.start();
-    await waitUntil('a keys watch runs', () => f.keysWatches.started === 1, 3000);
-    f.kafka.breakDown();
-    await waitUntil('the failed watch is stopped', () => f.keysWatches.stopped === 1, 3000);
-    f.kafka.recover();
-    await waitUntil(
-      'a new watch runs',
-      async () => {
+    const key = sha256Hex(keyOf(1));
+    try {
+      await waitUntil(
+        'the watch applied the revocation',
+        () => f.lifecycle.reads.orgOfKeyHash(key) === null,
+        3000,
+      );
+      f.kafka.breakDown();
+      for (let i = 0; i < 10; i += 1) {
         await f.tick();
-        return f.keysWatches.started === 2;
-      },
-      5000,
-    );
-    release();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(f.lifecycle.reads.orgOfKeyHash(key), 'the revoked key while the broker is down').toBeNull();
+      }
+      f.kafka.recover();
+      f.publish([issueKeyOf(2, at(20))]);
+      await waitUntil(
+        'the watch resumed and applied a new key',
+        async () => {
+          await f.tick();
+          return f.lifecycle.reads.orgOfKeyHash(sha256Hex(keyOf(2))) === 2;
+        },
+        5000,
+      );
+      expect(f.lifecycle.reads.orgOfKeyHash(key)).toBeNull();
+    } finally {
+      release();
+    }
     await f.lifecycle.stop();
     running.splice(0);
-    expect(f.keysWatches).toEqual({ started: 2, stopped: 2 });
+    expect(f.keysWatches).toEqual({ started: 1, stopped: 1 });
   }, 20_000);
 });
