@@ -49,6 +49,10 @@ export const ServiceEnv = z.object({
   /** requests per API key per window; 0 turns the limit off */
   RATE_LIMIT_MAX: decimalInteger.default(0),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+  /** what one record batch may inflate to; a batch beyond it is paused and reported, never inflated */
+  BATCH_MAX_INFLATED_BYTES: decimalInteger.pipe(z.number().min(1024 * 1024)).default(16 * 1024 * 1024),
+  /** one message's value beyond this is dead-lettered (too_large) with its size, SHA-256 and a preview */
+  MESSAGE_MAX_BYTES: decimalInteger.pipe(z.number().min(1024)).default(1024 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

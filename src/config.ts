@@ -19,6 +19,8 @@ export interface ServiceConfig {
   /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
   rebuild: { workShare: number };
   rateLimit: { max: number; windowMs: number };
+  /** size bounds of what the topics deliver */
+  limits: { batchInflatedBytes: number; messageBytes: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
 }
 
@@ -35,6 +37,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       : parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`)),
     ...topicClashes(env).map((clash) => `  ${clash}`),
     ...(parsed.success ? portClashes(parsed.data) : []).map((clash) => `  ${clash}`),
+    ...(parsed.success && parsed.data.MESSAGE_MAX_BYTES > parsed.data.BATCH_MAX_INFLATED_BYTES
+      ? ['  MESSAGE_MAX_BYTES: larger than BATCH_MAX_INFLATED_BYTES, which no message can pass']
+      : []),
   ];
   if (!parsed.success || problems.length > 0) {
     throw new ConfigError(`Invalid configuration:\n${problems.join('\n')}`);
@@ -64,6 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     },
     rebuild: { workShare: e.REBUILD_WORK_SHARE },
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
+    limits: { batchInflatedBytes: e.BATCH_MAX_INFLATED_BYTES, messageBytes: e.MESSAGE_MAX_BYTES },
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -20,7 +20,11 @@ export type DeadLetterReason =
   | 'invalid_envelope'
   | 'unknown_type'
   | 'wrong_topic'
-  | 'invalid_payload';
+  | 'invalid_payload'
+  | 'too_large';
+
+/** One message's value beyond this is not decoded (MESSAGE_MAX_BYTES). */
+export const defaultMessageMaxBytes = 1024 * 1024;
 
 export type Decoded =
   { ok: true; event: DomainEvent } | { ok: false; reason: DeadLetterReason; detail: string };
@@ -40,8 +44,22 @@ export interface DecodedMessage extends RawMessage {
 }
 
 /** The edge of the Kafka port: a batch's bytes become typed events or dead letters, once. */
-export function decodeBatch(role: TopicRole, messages: readonly RawMessage[]): DecodedMessage[] {
-  return messages.map((message) => ({ ...message, decoded: decodeEvent(role, message.value) }));
+export function decodeBatch(
+  role: TopicRole,
+  messages: readonly RawMessage[],
+  maxMessageBytes = defaultMessageMaxBytes,
+): DecodedMessage[] {
+  return messages.map((message) => ({
+    ...message,
+    decoded:
+      message.value !== null && message.value.length > maxMessageBytes
+        ? {
+            ok: false,
+            reason: 'too_large',
+            detail: `the value is larger than MESSAGE_MAX_BYTES (${maxMessageBytes} bytes)`,
+          }
+        : decodeEvent(role, message.value),
+  }));
 }
 
 /** The schemas a decoder checks a message against: the envelope, then the payload of its type. */

@@ -57,6 +57,7 @@ const starting: Promise<Consumption> = runProjection({
   ...(part === undefined ? {} : { roles: part.roles }),
   writer,
   logger,
+  maxMessageBytes: config.limits.messageBytes,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
   afterBatch: (startedAt) => {

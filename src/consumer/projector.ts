@@ -21,6 +21,8 @@ export interface ProjectionOptions {
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
+  /** a message's value beyond this is dead-lettered as too_large (default `defaultMessageMaxBytes`) */
+  maxMessageBytes?: number;
   /** runs after each applied batch of messages, given when it was handed over; the next batch waits for it (pacing) */
   afterBatch?: (startedAt: number) => Promise<void> | void;
 }
@@ -47,7 +49,7 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       const outcome = writer.applyBatch(
         batch.topic,
         batch.partition,
-        decodeBatch(role, batch.messages),
+        decodeBatch(role, batch.messages, options.maxMessageBytes),
         batch.next,
       );
       if (outcome.deadLettered > 0) {

@@ -151,6 +151,9 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
           : {}),
         writer,
         logger: options.logger.child({ component: 'rebuild' }),
+        ...(options.articlesThread === undefined
+          ? {}
+          : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
         onBatch: ({ outcome }) => onBatch(outcome),
       });
       const main = consumption;

@@ -10,6 +10,7 @@ export function kafkaPortOf(config: ServiceConfig, logger: Logger): KafkaPort {
     clientId: config.kafka.clientId,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     compression: config.kafka.compression,
+    maxInflatedBatchBytes: config.limits.batchInflatedBytes,
     logger,
   });
 }

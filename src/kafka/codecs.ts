@@ -3,10 +3,37 @@
  * Snappy and LZ4 come from napi-rs builds of the reference libraries (prebuilt binaries shipped as
  * npm packages), zstd from Node's own zlib (Node 22.15 and later).
  */
-import { zstdCompress, zstdDecompress } from 'node:zlib';
+import { gzip, unzip, zstdCompress, zstdDecompress } from 'node:zlib';
 import { promisify } from 'node:util';
 import { compressFrame, decompressFrame } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
+
+/** What one record batch may inflate to by default: far above any producer's batch, far under the memory budget. */
+export const defaultBatchInflatedBytes = 16 * 1024 * 1024;
+
+let inflatedLimit = defaultBatchInflatedBytes;
+
+/** Sets what a record batch may inflate to in this module instance (BATCH_MAX_INFLATED_BYTES). */
+export function limitInflatedBatches(bytes: number): void {
+  inflatedLimit = bytes;
+}
+
+/**
+ * A record batch that would inflate beyond the limit: never inflated, reported as a batch this
+ * client cannot read (its partition paused and tried again), so it costs no more memory than the limit.
+ */
+export class BatchTooLarge extends Error {
+  readonly code = 'BATCH_TOO_LARGE';
+  constructor(codec: string, inflated: number | null) {
+    super(
+      `the ${codec} record batch inflates beyond BATCH_MAX_INFLATED_BYTES (${inflatedLimit} bytes${inflated === null ? '' : `; it states ${inflated}`})`,
+    );
+  }
+}
+
+function tooLarge(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
+}
 
 export const codecNames = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as const;
 export type CodecName = (typeof codecNames)[number];
@@ -25,17 +52,69 @@ const xerialMagic = Buffer.from([0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00]
 const xerialHeaderLength = 16;
 const xerialBlock = 32 * 1024;
 
-async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
-  if (buffer.length < xerialHeaderLength || !buffer.subarray(0, 8).equals(xerialMagic)) {
-    return Buffer.from(await snappyUncompress(buffer));
+/** The uncompressed length a raw snappy block states in its preamble (a little-endian varint). */
+function snappyLength(block: Buffer): number {
+  let length = 0;
+  for (let i = 0, shift = 1; i < Math.min(block.length, 5); i += 1, shift *= 128) {
+    const byte = block[i] ?? 0;
+    length += (byte & 0x7f) * shift;
+    if (byte < 0x80) return length;
   }
+  return Number.POSITIVE_INFINITY;
+}
+
+async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
+  const xerial = buffer.length >= xerialHeaderLength && buffer.subarray(0, 8).equals(xerialMagic);
   const blocks: Buffer[] = [];
-  for (let at = xerialHeaderLength; at < buffer.length;) {
+  if (!xerial) blocks.push(buffer);
+  for (let at = xerialHeaderLength; xerial && at < buffer.length;) {
     const length = buffer.readUInt32BE(at);
-    blocks.push(Buffer.from(await snappyUncompress(buffer.subarray(at + 4, at + 4 + length))));
+    blocks.push(buffer.subarray(at + 4, at + 4 + length));
     at += 4 + length;
   }
-  return Buffer.concat(blocks);
+  // Every block states its length: the batch is refused before anything is inflated.
+  const total = blocks.reduce((sum, block) => sum + snappyLength(block), 0);
+  if (total > inflatedLimit) throw new BatchTooLarge('snappy', Number.isFinite(total) ? total : null);
+  const inflated: Buffer[] = [];
+  for (const block of blocks) inflated.push(Buffer.from(await snappyUncompress(block)));
+  return Buffer.concat(inflated);
+}
+
+/**
+ * LZ4 frames state their content size only when the producer chose to (flag bit 3): such a frame is
+ * refused before it is inflated; any other is checked once inflated, which an LZ4 block's ratio
+ * (at most 255 : 1) bounds to 255 times the broker's largest message.
+ */
+function lz4StatedSize(frame: Buffer): number | null {
+  if (frame.length < 14 || frame.readUInt32LE(0) !== 0x184d2204) return null;
+  const flags = frame[4] ?? 0;
+  return (flags & 0x08) === 0 ? null : Number(frame.readBigUInt64LE(6));
+}
+
+async function lz4Decompress(buffer: Buffer): Promise<Buffer> {
+  const stated = lz4StatedSize(buffer);
+  if (stated !== null && stated > inflatedLimit) throw new BatchTooLarge('lz4', stated);
+  const inflated = Buffer.from(await decompressFrame(buffer));
+  if (inflated.length > inflatedLimit) throw new BatchTooLarge('lz4', inflated.length);
+  return inflated;
+}
+
+/** zlib's own codecs stop at the limit while inflating: nothing past it is ever allocated. */
+function zlibDecompress(
+  codec: string,
+  inflate: (
+    buffer: Buffer,
+    options: { maxOutputLength: number },
+    done: (error: Error | null, result: Buffer) => void,
+  ) => void,
+): (buffer: Buffer) => Promise<Buffer> {
+  return (buffer) =>
+    new Promise((resolve, reject) => {
+      inflate(buffer, { maxOutputLength: inflatedLimit }, (error, result) => {
+        if (error === null) resolve(result);
+        else reject(tooLarge(error) ? new BatchTooLarge(codec, null) : error);
+      });
+    });
 }
 
 async function snappyCompressXerial(data: Buffer): Promise<Buffer> {
@@ -53,20 +132,25 @@ async function snappyCompressXerial(data: Buffer): Promise<Buffer> {
   return Buffer.concat(parts);
 }
 
-const zstd = { compress: promisify(zstdCompress), decompress: promisify(zstdDecompress) };
+const zstd = { compress: promisify(zstdCompress), decompress: zlibDecompress('zstd', zstdDecompress) };
+const gzipCodec = { compress: promisify(gzip), decompress: zlibDecompress('gzip', unzip) };
 
-/** The codecs kafkajs lacks, by Kafka's codec id (2 snappy, 3 lz4, 4 zstd). */
-export const kafkaCodecs: Record<2 | 3 | 4, () => Codec> = {
+/** The codecs the adapter registers with kafkajs, by Kafka's codec id (1 gzip, 2 snappy, 3 lz4, 4 zstd). */
+export const kafkaCodecs: Record<1 | 2 | 3 | 4, () => Codec> = {
+  1: () => ({
+    compress: (encoder) => gzipCodec.compress(encoder.buffer),
+    decompress: gzipCodec.decompress,
+  }),
   2: () => ({
     compress: (encoder) => snappyCompressXerial(encoder.buffer),
     decompress: snappyDecompress,
   }),
   3: () => ({
     compress: async (encoder) => Buffer.from(await compressFrame(encoder.buffer)),
-    decompress: async (buffer) => Buffer.from(await decompressFrame(buffer)),
+    decompress: lz4Decompress,
   }),
   4: () => ({
     compress: (encoder) => zstd.compress(encoder.buffer),
-    decompress: (buffer) => zstd.decompress(buffer),
+    decompress: zstd.decompress,
   }),
 };

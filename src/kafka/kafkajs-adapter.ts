@@ -4,7 +4,7 @@
  */
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
 import type { Logger } from '../logger.js';
-import { kafkaCodecs, type CodecName } from './codecs.js';
+import { kafkaCodecs, limitInflatedBatches, type CodecName } from './codecs.js';
 import type {
   ConsumeOptions,
   Consumption,
@@ -23,12 +23,15 @@ export interface KafkajsPortOptions {
   retries?: number;
   /** the codec of the batches `publish` sends (default none) */
   compression?: CodecName;
+  /** what a record batch may inflate to (default `defaultBatchInflatedBytes`) */
+  maxInflatedBatchBytes?: number;
 }
 
-// kafkajs reads only gzip by itself; every other codec a producer may use is registered here, once
-// per module instance (the projector's worker thread has its own). Node's ESM loader does not see
+// Every codec a producer may use is registered here, once per module instance (the projector's worker
+// thread has its own): kafkajs reads only gzip by itself, and with no bound on what a batch inflates to. Node's ESM loader does not see
 // these two among kafkajs's CommonJS named exports, hence the default import.
 const { CompressionCodecs, CompressionTypes } = kafkajs;
+CompressionCodecs[CompressionTypes.GZIP] = kafkaCodecs[1];
 CompressionCodecs[CompressionTypes.Snappy] = kafkaCodecs[2];
 CompressionCodecs[CompressionTypes.LZ4] = kafkaCodecs[3];
 CompressionCodecs[CompressionTypes.ZSTD] = kafkaCodecs[4];
@@ -49,6 +52,7 @@ const unreadableMessage = 'Could not read a record batch';
 const unreadableRetry = { initialMs: 1000, maxMs: 10_000 };
 
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
+  if (options.maxInflatedBatchBytes !== undefined) limitInflatedBatches(options.maxInflatedBatchBytes);
   const unreadableByGroup = new Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>();
   const kafka = new Kafka({
     clientId: options.clientId,

@@ -3,6 +3,7 @@
  * partition) and the partition's new offset in ONE synchronous transaction:
  * after any crash the model equals a replay of the log up to the stored offset.
  */
+import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { evolve, type CurrentRows, type ReadModelChange } from '../../projections/orders/evolve.js';
 import {
@@ -44,6 +45,16 @@ export interface BatchOutcome {
 }
 
 const maxDetailLength = 500;
+/** A dead letter keeps this much of the value (and key); its size and SHA-256 name the whole. */
+export const deadLetterPreviewBytes = 1024;
+
+/** The size and SHA-256 of a dead-lettered value, and how much of it is stored. */
+function valueFacts(value: Buffer | null): string {
+  if (value === null) return '';
+  const sha = createHash('sha256').update(value).digest('hex');
+  const kept = Math.min(value.length, deadLetterPreviewBytes);
+  return ` [value: ${value.length} bytes, sha256 ${sha}${kept < value.length ? `, the first ${kept} stored` : ''}]`;
+}
 
 export class ReadModelWriter {
   private readonly statements: { [K in keyof typeof writeSql]: Statement };
@@ -159,10 +170,10 @@ export class ReadModelWriter {
             topic,
             partition,
             offset,
-            key: message.key,
-            value: message.value,
+            key: message.key?.subarray(0, deadLetterPreviewBytes) ?? null,
+            value: message.value?.subarray(0, deadLetterPreviewBytes) ?? null,
             reason: decoded.reason,
-            detail: decoded.detail.slice(0, maxDetailLength),
+            detail: `${decoded.detail.slice(0, maxDetailLength)}${valueFacts(message.value)}`,
             recordedAt,
           });
           outcome.deadLettered += 1;

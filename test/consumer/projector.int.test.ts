@@ -1,3 +1,4 @@
+import { deadLetterPreviewBytes } from '../../src/read-model/writer.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
@@ -32,7 +33,8 @@ describe('projector through the real broker', () => {
     }[];
     const key = (raw: Buffer | null, reason: string): string => `${raw?.toString('hex') ?? 'null'}/${reason}`;
     expect(letters.map((l) => key(l.raw_value, l.reason)).sort()).toEqual(
-      garbage.map((g) => key(g.raw, g.reason)).sort(),
+      // a dead letter keeps the first deadLetterPreviewBytes of a value (its size and SHA-256 in the detail)
+      garbage.map((g) => key(g.raw?.subarray(0, deadLetterPreviewBytes) ?? null, g.reason)).sort(),
     );
     db.close();
   });
