@@ -48,6 +48,29 @@ export const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
 /** kafkajs (patched) logs a batch it could not read with this message, naming the consumer group. */
 const unreadableMessage = 'Could not read a record batch';
 
+/**
+ * How long a stop waits for the broker to take the goodbye (leaving the group, disconnecting): a
+ * broker that is gone or frozen must not hold up a service's shutdown. The model needs no goodbye:
+ * its positions are stored with it.
+ */
+const goodbyeTimeoutMs = 5000;
+
+/** `done`, or nothing once `ms` have passed, whichever comes first; a failure of `done` is logged. */
+async function boundedGoodbye(done: Promise<void>, ms: number, logger: Logger, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      logger.warn({ waitedMs: ms }, `${what}: the broker did not answer; going on without it`);
+      resolve();
+    }, ms);
+  });
+  try {
+    await Promise.race([done.catch((error: unknown) => logger.warn({ err: error }, `${what} failed`)), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Delays before fetching an unreadable partition again: doubling from 1 s, at most 10 s. */
 const unreadableRetry = { initialMs: 1000, maxMs: 10_000 };
 
@@ -136,7 +159,8 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       admin = null;
       producer = null;
       for (const client of clients) {
-        if (client.status === 'fulfilled') await client.value.disconnect().catch(() => undefined);
+        if (client.status === 'fulfilled')
+          await boundedGoodbye(client.value.disconnect(), goodbyeTimeoutMs, options.logger, 'disconnecting');
       }
     },
   };
@@ -240,7 +264,8 @@ async function startConsumption(
       eachBatchAutoResolve: false,
       eachBatch: async (payload) => {
         const { batch } = payload;
-        if (!payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
+        // After a stop that did not wait for the broker, nothing is handed over any more.
+        if (stopping || !payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
         unreadableAttempts.delete(`${batch.partition}:${batch.topic}`);
         try {
           await consume.onBatch({
@@ -273,7 +298,12 @@ async function startConsumption(
       stopping = true;
       for (const timer of retryTimers) clearTimeout(timer);
       unreadableByGroup.delete(consume.groupId);
-      await consumer.disconnect();
+      await boundedGoodbye(
+        consumer.disconnect(),
+        goodbyeTimeoutMs,
+        logger,
+        `leaving group ${consume.groupId}`,
+      );
     },
   };
 }

@@ -16,7 +16,7 @@ import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startLocalBroker, stopLocalBroker, type LocalBroker } from '../../tools/local-kafka.js';
+import { freePort, startLocalBroker, stopLocalBroker, type LocalBroker } from '../../tools/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../../tools/model-progress.js';
 import { endOffsetsVia } from '../helpers/kafkajs-port.js';
 import { API_PREFIX } from '../../schemas/api.js';
@@ -28,7 +28,7 @@ import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../../tools/load.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
-import { serviceEnv } from '../helpers/service-process.js';
+import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
 const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
 
@@ -135,5 +135,50 @@ describe('broker outage', () => {
     expected.apply(key, ...log.history);
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
     db.close();
+  });
+  it('stops cleanly on SIGTERM while the broker is frozen: exit code 0 within the shutdown bound', async () => {
+    if (broker === undefined) throw new Error('the outage test starts the broker');
+    const topics = await (async () => {
+      const kafka = new Kafka({
+        clientId: 'outage-stop',
+        brokers: [broker.brokers],
+        logLevel: logLevel.NOTHING,
+      });
+      const admin = kafka.admin();
+      await admin.connect();
+      try {
+        return await createContractTopics(admin);
+      } finally {
+        await admin.disconnect();
+      }
+    })();
+    const adminPort = await freePort();
+    const service = spawnService({
+      ...serviceEnv({
+        topics,
+        dataDir: join(dir, 'stop'),
+        httpPort: await freePort(),
+        adminPort,
+        groupId: 'outage-stop',
+      }),
+      KAFKA_BROKERS: broker.brokers,
+      LOG_LEVEL: 'warn',
+    });
+    await waitUntil('the service is ready', async () => {
+      const answer = await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => null);
+      return answer?.status === 200;
+    });
+    process.kill(broker.pid, 'SIGSTOP');
+    try {
+      const stoppedAt = Date.now();
+      service.child.kill('SIGTERM');
+      const code = await service.exited;
+      const took = Date.now() - stoppedAt;
+      console.log(`[outage] SIGTERM with the broker frozen: exit code ${code} after ${took} ms`);
+      expect(code, service.output.slice(-10).join('\n')).toBe(0);
+      expect(took).toBeLessThan(15_000);
+    } finally {
+      process.kill(broker.pid, 'SIGCONT');
+    }
   });
 });
