@@ -3,6 +3,7 @@
  * The composition root: it reads the environment once, creates the root
  * logger and hands both to the command.
  */
+import { hostname, userInfo } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
   createTopics,
@@ -10,6 +11,7 @@ import {
   issueKey,
   rebuild,
   revokeKey,
+  skipBatch,
   status,
   type CommandContext,
 } from './cli/commands.js';
@@ -38,6 +40,12 @@ function positiveInt(name: string, value: string | boolean | undefined, fallback
   if (value === undefined && fallback !== undefined) return fallback;
   const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
   if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+function nonNegativeInt(name: string, value: string | boolean | undefined): number {
+  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n)) throw new UsageError(`--${name} must be a decimal integer ≥ 0`);
   return n;
 }
 
@@ -84,6 +92,34 @@ const commands: Record<string, Command> = {
         limit: positiveInt('limit', values['limit'], 20),
         ...(typeof reason === 'string' ? { reason } : {}),
       });
+      return Promise.resolve();
+    },
+  },
+  'skip-batch': {
+    usage: 'skip-batch --topic TOPIC --partition N --through OFFSET --reason TEXT',
+    summary:
+      'move a partition past a record batch that can never be read (its last offset is in /readyz and the log), recording it as a dead letter: what, where, who and why',
+    options: {
+      topic: { type: 'string' },
+      partition: { type: 'string' },
+      through: { type: 'string' },
+      reason: { type: 'string' },
+    },
+    run: (ctx, values) => {
+      const { topic, reason } = values;
+      if (typeof topic !== 'string' || topic === '') throw new UsageError('--topic is required');
+      if (typeof reason !== 'string' || reason.trim() === '')
+        throw new UsageError('--reason is required: say why');
+      const partition = nonNegativeInt('partition', values['partition']);
+      const through = nonNegativeInt('through', values['through']);
+      const by = `${userInfo().username}@${hostname()}`;
+      for (const skipped of skipBatch(ctx, { topic, partition, through, reason, by })) {
+        ctx.print(
+          skipped.from === null
+            ? `${skipped.file}: ${topic} partition ${partition} is past offset ${through} already; nothing changed.`
+            : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service starts its projector again from there at its next attempt to read the partition.`,
+        );
+      }
       return Promise.resolve();
     },
   },

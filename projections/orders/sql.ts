@@ -160,6 +160,7 @@ export const readSql = {
 
 /** What the operator's CLI reads (`status`, `dead-letters`). */
 export const operatorSql = {
+  storedOffset: `SELECT next_offset FROM consumer_offsets WHERE topic = ? AND partition = ?`,
   modelCounts: `SELECT
       (SELECT coalesce(sum(orders), 0) FROM org_order_counts) AS listedOrders,
       (SELECT count(DISTINCT org_id) FROM org_order_counts) AS organizations,

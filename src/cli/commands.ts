@@ -88,6 +88,63 @@ export async function revokeKey(ctx: CommandContext, keyId: string): Promise<voi
   ctx.print(`Revoked key ${keyId}; every replica refuses it once it has applied the event.`);
 }
 
+export interface SkippedBatch {
+  file: string;
+  /** the first offset skipped, null when the model was past the batch already */
+  from: number | null;
+}
+
+/**
+ * Moves a partition of the served model (and of a proposal in NEXT) past offsets that can never be
+ * read, as an operator's deliberate act: one dead letter per model records what was skipped, where,
+ * who did it and why, in the same transaction as the new position. A running service notices at its
+ * next attempt to read the batch and starts its projector again from the stored positions.
+ */
+export function skipBatch(
+  ctx: CommandContext,
+  skip: { topic: string; partition: number; through: number; reason: string; by: string },
+): SkippedBatch[] {
+  if (!Object.values(ctx.config.topics).includes(skip.topic)) {
+    throw new Error(
+      `${skip.topic} is not one of the configured topics (${Object.values(ctx.config.topics).join(', ')}).`,
+    );
+  }
+  const files = new ModelFiles(ctx.config.dataDir);
+  const targets = [
+    ...new Set([files.currentFile(), files.nextFile()].filter((f): f is string => f !== null)),
+  ];
+  if (targets.length === 0) throw new Error(`No read model in ${ctx.config.dataDir} yet: nothing to move.`);
+  return targets.map((file) => {
+    const db = openReadModel(file);
+    try {
+      return db.transaction((): SkippedBatch => {
+        const row = db.prepare(operatorSql.storedOffset).get(skip.topic, skip.partition) as
+          { next_offset: number } | undefined;
+        const from = row?.next_offset ?? 0;
+        if (from > skip.through) return { file, from: null };
+        db.prepare(writeSql.insertDeadLetter).run({
+          topic: skip.topic,
+          partition: skip.partition,
+          offset: from,
+          key: null,
+          value: null,
+          reason: 'skipped_by_operator',
+          detail:
+            `${from === skip.through ? `offset ${from}` : `offsets ${from}–${skip.through}`} skipped by ${skip.by}: ${skip.reason}`.slice(
+              0,
+              1000,
+            ),
+          recordedAt: new Date().toISOString(),
+        });
+        db.prepare(writeSql.upsertOffset).run(skip.topic, skip.partition, skip.through + 1);
+        return { file, from };
+      })();
+    } finally {
+      db.close();
+    }
+  });
+}
+
 function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } {
   const file = new ModelFiles(ctx.config.dataDir).currentFile();
   if (file === null || !existsSync(file)) {

@@ -59,7 +59,18 @@ const starting: Promise<Consumption> = runProjection({
   logger,
   maxMessageBytes: config.limits.messageBytes,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
-  onUnreadable: (batch) => post({ type: 'unreadable', batch }),
+  onUnreadable: (batch) => {
+    if (writer.movedOnInFile(batch.topic, batch.partition, batch.offset)) {
+      // skip-batch moved the partition past this batch: start again from the stored positions.
+      void failed(
+        new Error(
+          `${batch.topic} partition ${batch.partition} was moved past offset ${batch.offset} by an operator; the projector starts again from the stored positions`,
+        ),
+      );
+      return;
+    }
+    post({ type: 'unreadable', batch });
+  },
   afterBatch: (startedAt) => {
     const ms = pacer.pauseAfterBatch(startedAt, performance.now());
     return ms > 0 ? pause(giveWay, ms) : undefined;

@@ -86,6 +86,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
         topic: String(extra['topic']),
         partition: Number(extra['partition']),
         offset: Number(extra['offset']),
+        lastOffset: extra['lastOffset'] === undefined ? null : Number(extra['lastOffset']),
         cause: String(extra['error']),
       });
     }),

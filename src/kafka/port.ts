@@ -37,6 +37,8 @@ export interface UnreadableBatch {
   topic: string;
   partition: number;
   offset: number;
+  /** the batch's last offset, read from its header (null when even that cannot be read) */
+  lastOffset: number | null;
   cause: string;
   /** the partition is paused; it is fetched again after this delay (doubling while it fails) */
   retryInMs: number;

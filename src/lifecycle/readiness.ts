@@ -86,7 +86,10 @@ export function readiness(input: ReadinessInput): Readiness {
   if (lag !== null && lag > input.readyMaxLag) reasons.push(`lag ${lag} exceeds ${input.readyMaxLag}`);
   for (const batch of input.unreadable ?? []) {
     reasons.push(
-      `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); the other partitions go on, this one is read again in ${seconds(batch.at + batch.retryInMs - input.now)}`,
+      `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); the other partitions go on, this one is read again in ${seconds(batch.at + batch.retryInMs - input.now)}` +
+        (batch.lastOffset === null
+          ? ''
+          : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --through ${batch.lastOffset} --reason TEXT`),
     );
   }
   if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {

@@ -20,7 +20,13 @@ import {
   type ArticleRow,
   type OrderRow,
 } from '../../projections/orders/rows.js';
-import { manyRowsSql, maxRowsPerStatement, updateOrderSql, writeSql } from '../../projections/orders/sql.js';
+import {
+  manyRowsSql,
+  maxRowsPerStatement,
+  operatorSql,
+  updateOrderSql,
+  writeSql,
+} from '../../projections/orders/sql.js';
 import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js';
 import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
 import type { RawMessage } from '../kafka/port.js';
@@ -113,6 +119,18 @@ export class ReadModelWriter {
   /** The next offset to read for a partition, as stored with the model; undefined when never read. */
   storedOffset(topic: string, partition: number): number | undefined {
     return this.offsets.get(offsetKey(topic, partition));
+  }
+
+  /**
+   * Whether the file holds a position past `offset` that this writer did not write: an operator
+   * moved the partition on (`skip-batch`), and this writer's positions are out of date.
+   */
+  movedOnInFile(topic: string, partition: number, offset: number): boolean {
+    const row = this.db.prepare(operatorSql.storedOffset).get(topic, partition) as
+      { next_offset: number } | undefined;
+    return (
+      row !== undefined && row.next_offset > offset && row.next_offset !== this.storedOffset(topic, partition)
+    );
   }
 
   storedOffsets(): { topic: string; partition: number; nextOffset: number }[] {

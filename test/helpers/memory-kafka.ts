@@ -135,6 +135,7 @@ export class MemoryKafka implements KafkaPort {
                     topic,
                     partition,
                     offset: from,
+                    lastOffset: null,
                     cause: blocked.cause,
                     retryInMs: 50,
                   });

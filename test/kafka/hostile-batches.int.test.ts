@@ -73,6 +73,8 @@ describe('hostile batches', () => {
       '-X',
       'batch.num.messages=200000',
       '-X',
+      'queue.buffering.max.messages=1000000',
+      '-X',
       'batch.size=100000000',
       '-X',
       'message.max.bytes=100000000',
@@ -126,6 +128,9 @@ describe('hostile batches', () => {
         [0, 1].every((p) => reports.some((r) => r.topic === topics.orders && r.partition === p)),
       );
       for (const report of reports) expect(report.cause).toMatch(/inflates beyond BATCH_MAX_INFLATED_BYTES/);
+      // Where each batch ends, read from its header: what skip-batch needs to move past it.
+      expect(reports.find((r) => r.partition === 1)?.lastOffset).toBe(199_999);
+      expect(reports.find((r) => r.partition === 0)?.lastOffset).toBe(0);
 
       // The keys go on: a revocation published now is applied.
       await publish(producer, topics, [apiKeyRevoked('test-api-key-of-org-2', { occurred_at: at(50) })]);

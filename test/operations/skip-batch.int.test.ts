@@ -1,0 +1,129 @@
+/**
+ * The operator's way past a record batch that can never be read: the service names the partition
+ * and the batch's last offset (/readyz, log), `skip-batch` moves the partition past it with a dead
+ * letter recording what, where, who and why, and the running service goes on from there.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, inject, it } from 'vitest';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { freePort } from '../../tools/local-kafka.js';
+import { runServiceCommand } from '../../tools/harness.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { at, orderCreated } from '../helpers/events.js';
+import {
+  connectedClients,
+  createContractTopics,
+  publish,
+  testKafka,
+  uniqueTopicName,
+  waitUntil,
+} from '../helpers/kafka.js';
+import { serviceEnv, spawnService } from '../helpers/service-process.js';
+import { tempDir } from '../helpers/temp.js';
+
+function kcat(topic: string, partition: number, lines: string[], extra: string[] = []): void {
+  const run = spawnSync(
+    'kcat',
+    [
+      '-P',
+      '-b',
+      inject('kafkaBrokers'),
+      '-t',
+      topic,
+      '-p',
+      String(partition),
+      '-z',
+      'zstd',
+      '-K',
+      '\t',
+      '-X',
+      'message.max.bytes=100000000',
+      ...extra,
+    ],
+    { input: `${lines.join('\n')}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  expect(run.status, run.stderr).toBe(0);
+}
+
+describe('skip-batch', () => {
+  const dir = tempDir('skip-batch');
+
+  it('moves a running service past a batch that can never be read, recording it as a dead letter', async () => {
+    const { admin, producer } = await connectedClients(testKafka());
+    const topics = await createContractTopics(admin);
+    await publish(producer, topics, [issueKeyOf(1)]);
+    const order = (id: number): string =>
+      JSON.stringify(orderCreated({ order_id: id }, { occurred_at: at(id) }));
+    kcat(topics.orders, 0, [`1\t${order(1)}`]);
+    // Two records in one zstd batch of a few KB that inflates to 8 MB, beyond the service's bound.
+    kcat(
+      topics.orders,
+      0,
+      [`2\t${order(2).replace(/}$/, `${' '.repeat(8 * 1024 * 1024)}}`)}`, `3\t${order(3)}`],
+      ['-X', 'batch.size=100000000', '-X', 'linger.ms=200'],
+    );
+    kcat(topics.orders, 0, [`4\t${order(4)}`]);
+
+    const dataDir = join(dir, 'data');
+    const httpPort = await freePort();
+    const adminPort = await freePort();
+    const env = {
+      ...serviceEnv({ topics, dataDir, httpPort, adminPort, groupId: uniqueTopicName('skip') }),
+      BATCH_MAX_INFLATED_BYTES: String(1024 * 1024),
+      LOG_LEVEL: 'warn',
+    };
+    const service = spawnService(env);
+    let through = -1;
+    await waitUntil('/readyz names the batch and how to move past it', async () => {
+      const answer = await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => null);
+      const text = answer === null ? '' : await answer.text();
+      const hint = /skip-batch --topic \S+ --partition 0 --through (\d+)/.exec(text);
+      if (hint !== null) through = Number(hint[1]);
+      return hint !== null;
+    });
+    expect(through).toBe(2);
+    expect(service.output.join('\n')).toMatch(/inflates beyond BATCH_MAX_INFLATED_BYTES/);
+
+    const printed = await runServiceCommand(
+      [
+        'skip-batch',
+        '--topic',
+        topics.orders,
+        '--partition',
+        '0',
+        '--through',
+        String(through),
+        '--reason',
+        'a producer bug padded a batch',
+      ],
+      env,
+    );
+    expect(printed).toContain(`moved from offset 1 to ${through + 1}`);
+    const listed = async (): Promise<number[]> => {
+      const answer = await fetch(`http://127.0.0.1:${httpPort}/api/external-api/v1/orders`, {
+        headers: { authorization: `Bearer ${keyOf(1)}` },
+      });
+      return ((await answer.json()) as { data: { id: number }[] }).data.map((o) => o.id);
+    };
+    await waitUntil('the order after the batch is applied', async () => (await listed()).includes(4), 10_000);
+    expect((await listed()).sort()).toEqual([1, 4]);
+    expect(service.child.exitCode).toBeNull();
+
+    const db = new Database(new ModelFiles(dataDir).currentFile()!, { readonly: true });
+    const letters = db.prepare(`SELECT "offset", reason, detail FROM dead_letters`).all();
+    db.close();
+    expect(letters).toEqual([
+      {
+        offset: 1,
+        reason: 'skipped_by_operator',
+        detail: expect.stringMatching(
+          /^offsets 1–2 skipped by \S+@\S+: a producer bug padded a batch$/,
+        ) as unknown,
+      },
+    ]);
+    service.child.kill('SIGTERM');
+    expect(await service.exited).toBe(0);
+  });
+});
