@@ -115,9 +115,11 @@ const commands: Record<string, Command> = {
       const by = `${userInfo().username}@${hostname()}`;
       for (const skipped of skipBatch(ctx, { topic, partition, through, reason, by })) {
         ctx.print(
-          skipped.from === null
-            ? `${skipped.file}: ${topic} partition ${partition} is past offset ${through} already; nothing changed.`
-            : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service starts its projector again from there at its next attempt to read the partition.`,
+          skipped.olderVersion === true
+            ? `${skipped.file}: of an older projection version, served read-only while its successor is built; not moved.`
+            : skipped.from === null
+              ? `${skipped.file}: ${topic} partition ${partition} is past offset ${through} already; nothing changed.`
+              : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service starts its projector again from there at its next attempt to read the partition.`,
         );
       }
       return Promise.resolve();

@@ -90,8 +90,10 @@ export async function revokeKey(ctx: CommandContext, keyId: string): Promise<voi
 
 export interface SkippedBatch {
   file: string;
-  /** the first offset skipped, null when the model was past the batch already */
+  /** the first offset skipped, null when the model was past the batch already or is not projected into */
   from: number | null;
+  /** a file of another projection version, served read-only while its successor is built */
+  olderVersion?: true;
 }
 
 /**
@@ -115,8 +117,11 @@ export function skipBatch(
   ];
   if (targets.length === 0) throw new Error(`No read model in ${ctx.config.dataDir} yet: nothing to move.`);
   return targets.map((file) => {
-    const db = openReadModel(file);
+    const db = openReadModel(file, { anyProjectionVersion: true });
     try {
+      // A file of another projection version is served read-only while its successor is built:
+      // nothing projects into it, so only the successor (in NEXT) needs moving.
+      if (projectionVersionOf(db) !== PROJECTION_VERSION) return { file, from: null, olderVersion: true };
       return db.transaction((): SkippedBatch => {
         const row = db.prepare(operatorSql.storedOffset).get(skip.topic, skip.partition) as
           { next_offset: number } | undefined;
