@@ -41,11 +41,15 @@ export function useServiceRuntime(runtime: ServiceRuntime): void {
   serviceRuntime = runtime;
 }
 
-/** Runs a command of the service's executable with `env`, as the chosen runtime. */
+/**
+ * Runs a command of the service's executable with `env`, as the chosen runtime. `detached`: in a
+ * process group of its own, so that a Ctrl-C in the terminal reaches the caller alone.
+ */
 export function spawnServiceCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
+  options: { detached?: boolean } = {},
 ): ChildProcess {
   const entry =
     serviceRuntime === 'dist'
@@ -55,6 +59,7 @@ export function spawnServiceCommand(
     cwd: projectRoot,
     env,
     stdio,
+    detached: options.detached === true,
   });
 }
 
