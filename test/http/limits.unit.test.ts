@@ -56,6 +56,7 @@ describe('rate limiting and request limits', () => {
       await api.get('/orders', keyOf(1)),
       await api.get('/orders/1/articles', keyOf(1)),
       await api.get('/orders/999/articles', keyOf(1)),
+      await api.get('/orders?status=nope', keyOf(1)),
       await api.get('/orders', keyOf(1)),
     ];
     await api.close();
@@ -69,10 +70,12 @@ describe('rate limiting and request limits', () => {
       [200, '3', '2', null],
       [200, '3', '1', null],
       [404, '3', '0', null],
+      // refused by validation before the count
+      [422, '3', '0', null],
       [429, '3', '0', expect.stringMatching(/^(59|60)$/) as string],
     ]);
     const resets = answers.map((r) => Number(r.headers.get('x-ratelimit-reset')));
-    // one window for all four: it ends 60 s after the first request
+    // one window for all five: it ends 60 s after the first request
     expect(new Set(resets).size).toBe(1);
     expect(resets[0]).toBeGreaterThanOrEqual(before + 60);
     expect(resets[0]).toBeLessThanOrEqual(before + 62);
