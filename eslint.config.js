@@ -37,6 +37,17 @@ export default tseslint.config(
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: { globals: { process: 'readonly' } },
   },
+  {
+    // The Node.js check runs before a supported Node is known: CommonJS in the oldest syntax.
+    files: ['**/*.cjs'],
+    extends: [tseslint.configs.disableTypeChecked],
+    languageOptions: {
+      ecmaVersion: 5,
+      sourceType: 'commonjs',
+      globals: { process: 'readonly', require: 'readonly', module: 'readonly', __dirname: 'readonly' },
+    },
+    rules: { 'no-var': 'off', '@typescript-eslint/no-require-imports': 'off' },
+  },
 );
 
 /** One `no-restricted-imports` rule per layer: imports of the folders it must not depend on fail lint. */

@@ -13,6 +13,7 @@ import type { ApiReads } from '../read-model/reader.js';
 import { authenticate } from './auth.js';
 import type { ApiError } from './errors.js';
 import { authentication } from './plugins/auth.js';
+import { compression, type CompressionSettings } from './plugins/compression.js';
 import { errorHandling, frameworkErrorOptions } from './plugins/errors.js';
 import { observability, requestIdOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
@@ -30,6 +31,8 @@ export interface AppDeps {
   rateLimit?: RateLimit;
   /** shared memory counting requests, for projectors that give way to them (`consumer/pacing.ts`) */
   requests?: Int32Array;
+  /** other compression settings than the chosen ones (`plugins/compression.ts`), for the benchmark */
+  compression?: CompressionSettings;
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -57,6 +60,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   );
   app.setSerializerCompiler(responseSerializerCompiler());
   await openApi(app);
+  await compression(app, deps.compression);
   observability(app, deps.metrics, deps.requests);
   errorHandling(app, authenticated);
   await app.register(

@@ -22,9 +22,16 @@ export function notModified(request: FastifyRequest, tag: string): boolean {
   return header.split(',').some((candidate) => candidate.trim() === '*' || opaque(candidate) === wanted);
 }
 
-/** Sets the validators of an answer that may be cached only by the caller, and revalidated each time. */
+/**
+ * Sets the validators of an answer that may be cached only by the caller, and revalidated each
+ * time. `Vary` on the 200 whether or not it is compressed, and on the 304 as on the 200 (RFC 9110
+ * §15.4.5).
+ */
 export function setValidators(reply: FastifyReply, tag: string): void {
-  void reply.header('etag', tag).header('cache-control', 'private, no-cache');
+  void reply
+    .header('etag', tag)
+    .header('cache-control', 'private, no-cache')
+    .header('vary', 'accept-encoding');
 }
 
 /** `Link` (RFC 8288) to the first, previous, next and last page of GET /orders for the applied query. */

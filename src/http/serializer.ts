@@ -63,7 +63,11 @@ export function articleListJson(list: ArticleList): string {
   return `{"order_id":${list.order_id},"press_release_title":${JSON.stringify(list.press_release_title)},"data":${data}}`;
 }
 
-/** Sends JSON text written by hand: Fastify sends a string with a JSON content type as it is. */
+/**
+ * Sends JSON text written by hand: Fastify sends a string with a JSON content type as it is,
+ * compressed when the caller asks and it is large enough (`plugins/compression.ts`).
+ */
 export function sendJsonText(reply: FastifyReply, json: string): void {
-  void reply.type('application/json; charset=utf-8').send(json);
+  void reply.type('application/json; charset=utf-8');
+  reply.compress(json);
 }

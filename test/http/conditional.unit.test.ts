@@ -70,7 +70,10 @@ describe('conditional requests and paging links', () => {
         [notModified, '304'],
       ] as const) {
         const headers = operation.responses[code]?.headers ?? {};
-        const names = Object.keys(headers).map((name) => name.toLowerCase());
+        // the budget headers come only with a rate limit (limits.unit.test.ts)
+        const names = Object.keys(headers)
+          .map((name) => name.toLowerCase())
+          .filter((name) => !name.startsWith('x-ratelimit-'));
         expect(sent.filter((name) => answer.headers.has(name))).toEqual(names);
         expect(headers['Cache-Control']).toMatchObject({
           schema: { const: answer.headers.get('cache-control') },

@@ -3,11 +3,16 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { at, orderCreated } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 
 async function limitedApi(max: number) {
   const model = memoryReadModel();
-  model.apply(issueKeyOf(1), issueKeyOf(2));
+  model.apply(
+    issueKeyOf(1),
+    issueKeyOf(2),
+    orderCreated({ order_id: 1, organization_id: 1, status: 'finished', created_at: at(10) }),
+  );
   const reader = new ReadModelReader(model.db);
   const app = await buildApp({
     readerOf: () => reader,
@@ -18,9 +23,9 @@ async function limitedApi(max: number) {
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no address');
   return {
-    get: (path: string, key: string) =>
+    get: (path: string, key: string, headers: Record<string, string> = {}) =>
       fetch(`http://127.0.0.1:${address.port}/api/external-api/v1${path}`, {
-        headers: { authorization: `Bearer ${key}` },
+        headers: { authorization: `Bearer ${key}`, ...headers },
       }),
     close: () => app.close(),
   };
@@ -42,6 +47,81 @@ describe('rate limiting and request limits', () => {
       message: expect.stringContaining('Retry-After') as string,
     });
     expect(other.status).toBe(200);
+  });
+
+  it("states the budget on every answer with GitHub's headers: the limit, what remains, the window's end in epoch seconds", async () => {
+    const api = await limitedApi(3);
+    const before = Math.floor(Date.now() / 1000);
+    const answers = [
+      await api.get('/orders', keyOf(1)),
+      await api.get('/orders/1/articles', keyOf(1)),
+      await api.get('/orders/999/articles', keyOf(1)),
+      await api.get('/orders?status=nope', keyOf(1)),
+      await api.get('/orders', keyOf(1)),
+    ];
+    await api.close();
+    const budget = (r: Response) => [
+      r.status,
+      r.headers.get('x-ratelimit-limit'),
+      r.headers.get('x-ratelimit-remaining'),
+      r.headers.get('retry-after'),
+    ];
+    expect(answers.map(budget)).toEqual([
+      [200, '3', '2', null],
+      [200, '3', '1', null],
+      [404, '3', '0', null],
+      // refused by validation before the count
+      [422, '3', '0', null],
+      [429, '3', '0', expect.stringMatching(/^(59|60)$/) as string],
+    ]);
+    const resets = answers.map((r) => Number(r.headers.get('x-ratelimit-reset')));
+    // one window for all five: it ends 60 s after the first request
+    expect(new Set(resets).size).toBe(1);
+    expect(resets[0]).toBeGreaterThanOrEqual(before + 60);
+    expect(resets[0]).toBeLessThanOrEqual(before + 62);
+  });
+
+  it('does not count an answer of 304 Not Modified: Remaining stays where the 200 left it', async () => {
+    const api = await limitedApi(3);
+    const first = await api.get('/orders', keyOf(1));
+    const etag = first.headers.get('etag') ?? '';
+    const revalidations = [];
+    for (let i = 0; i < 5; i += 1)
+      revalidations.push(await api.get('/orders', keyOf(1), { 'if-none-match': etag }));
+    const articles = await api.get('/orders/1/articles', keyOf(1));
+    const articlesTag = articles.headers.get('etag') ?? '';
+    const articlesAgain = await api.get('/orders/1/articles', keyOf(1), { 'if-none-match': articlesTag });
+    const next = await api.get('/orders', keyOf(1));
+    await api.close();
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('2');
+    expect(revalidations.map((r) => [r.status, r.headers.get('x-ratelimit-remaining')])).toEqual(
+      Array.from({ length: 5 }, () => [304, '2']),
+    );
+    expect([articlesAgain.status, articlesAgain.headers.get('x-ratelimit-remaining')]).toEqual([304, '1']);
+    expect([next.status, next.headers.get('x-ratelimit-remaining')]).toEqual([200, '0']);
+  });
+
+  it('documents in OpenAPI the budget headers on every answer but the 401, and Retry-After on the 429', async () => {
+    const api = await limitedApi(1);
+    const document = (await (await api.get('/openapi.json', keyOf(1))).json()) as {
+      paths: Record<string, { get: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
+    };
+    const sent = await api.get('/orders', keyOf(1));
+    const limited = await api.get('/orders', keyOf(1));
+    await api.close();
+    const budget = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+    expect(budget.filter((name) => sent.headers.has(name))).toEqual(budget);
+    expect([...budget, 'retry-after'].filter((name) => limited.headers.has(name))).toHaveLength(4);
+    for (const path of ['/orders', '/orders/{id}/articles']) {
+      const responses = document.paths[`/api/external-api/v1${path}`]!.get.responses;
+      for (const [status, response] of Object.entries(responses)) {
+        const names = Object.keys(response.headers ?? {}).map((name) => name.toLowerCase());
+        const expected = status === '401' ? [] : status === '429' ? [...budget, 'retry-after'] : budget;
+        expect(names.filter((name) => name.startsWith('x-ratelimit-') || name === 'retry-after')).toEqual(
+          expected,
+        );
+      }
+    }
   });
 
   it('counts unauthenticated requests against no key: they get 401, not 429', async () => {

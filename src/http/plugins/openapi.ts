@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform } from 'fastify-type-provider-zod';
 import { API_PREFIX } from '../../../schemas/api.js';
+import { sendJsonText } from '../serializer.js';
 
 interface HeaderObject {
   description: string;
@@ -30,6 +31,31 @@ const linkHeader = (): Record<string, HeaderObject> => ({
   },
 });
 
+/** The budget headers of every answer to a known key while `RATE_LIMIT_MAX` is set (`rate-limit.ts`). */
+const rateLimitHeaders = (): Record<string, HeaderObject> => ({
+  'X-RateLimit-Limit': {
+    description:
+      'While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit.',
+    schema: { type: 'string' },
+  },
+  'X-RateLimit-Remaining': {
+    description:
+      'Requests left to this key in the current window. A 304 Not Modified answer is not counted, and a 429 leaves 0.',
+    schema: { type: 'string' },
+  },
+  'X-RateLimit-Reset': {
+    description: 'When the current window ends, in UTC epoch seconds (GitHub’s convention).',
+    schema: { type: 'string' },
+  },
+});
+
+const retryAfter = (): Record<string, HeaderObject> => ({
+  'Retry-After': {
+    description: 'Seconds until the window ends and the key may make requests again.',
+    schema: { type: 'string' },
+  },
+});
+
 const ifNoneMatch = (): object => ({
   in: 'header',
   name: 'If-None-Match',
@@ -51,7 +77,7 @@ interface OperationObject {
 }
 
 /**
- * Adds the conditional-request and paging headers to the generated document. They are documented
+ * Adds the conditional-request, paging and rate-limit headers to the generated document. They are documented
  * here rather than in the route schemas because a header schema would be validated on every request.
  */
 function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
@@ -65,6 +91,15 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
       throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
     ok.headers = { ...validatorHeaders(), ...okHeaders() };
     notModified.headers = validatorHeaders();
+    // every answer after authentication states the key's budget (a 401 has no key to count by)
+    for (const [status, response] of Object.entries(operation.responses ?? {})) {
+      if (status === '401') continue;
+      response.headers = {
+        ...response.headers,
+        ...rateLimitHeaders(),
+        ...(status === '429' ? retryAfter() : {}),
+      };
+    }
   }
 }
 
@@ -93,7 +128,9 @@ export async function openApi(app: FastifyInstance): Promise<void> {
   });
 }
 
-/** `GET /openapi.json` in `scope`, without authentication. */
+/** `GET /openapi.json` in `scope`, without authentication (about 25 KB: compressed when asked). */
 export function openApiRoute(scope: FastifyInstance, app: FastifyInstance): void {
-  scope.get('/openapi.json', { schema: { hide: true } }, () => app.swagger());
+  scope.get('/openapi.json', { schema: { hide: true } }, (_request, reply) => {
+    sendJsonText(reply, JSON.stringify(app.swagger()));
+  });
 }

@@ -10,5 +10,7 @@ export const notModifiedResponse = z
 
 export const securedErrorResponses = {
   401: ErrorBody.describe('Missing, malformed, unknown or revoked API key'),
-  429: ErrorBody.describe('Too many requests'),
+  429: ErrorBody.describe(
+    'Too many requests: the key has used its `X-RateLimit-Limit` requests in the current window; `Retry-After` says in how many seconds it may make more.',
+  ),
 };

@@ -1,0 +1,14 @@
+import { describe, expect, it } from 'vitest';
+import { benchCompression } from '../../bench/compression.js';
+
+describe('the compression benchmark', () => {
+  it('produces every figure, in miniature', async () => {
+    const result = await benchCompression({ orders: 300, minMs: 2, rounds: 1 });
+    expect(Object.keys(result.answers)).toHaveLength(7);
+    for (const row of Object.values(result.answers))
+      for (const cell of Object.values(row)) expect(cell.bytes).toBeGreaterThan(0);
+    expect(Object.keys(result.requests)).toEqual(['orders limit=50', 'orders limit=200']);
+    for (const row of Object.values(result.requests))
+      for (const cell of Object.values(row)) expect(cell.cpuMicrosPerRequest).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,98 @@
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { compressionSettings } from '../../src/http/plugins/compression.js';
+import { ReadModelReader } from '../../src/read-model/reader.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { at, orderCreated } from '../helpers/events.js';
+import { memoryReadModel } from '../helpers/read-model.js';
+
+const model = memoryReadModel();
+model.apply(
+  issueKeyOf(1),
+  ...Array.from({ length: 60 }, (_, i) =>
+    orderCreated({ order_id: i + 1, organization_id: 1, status: 'finished', created_at: at(i) }),
+  ),
+);
+const reader = new ReadModelReader(model.db);
+const app = await buildApp({
+  readerOf: () => reader,
+  logger: pino({ level: 'silent' }),
+  rateLimit: { max: 1000, windowMs: 60_000 },
+});
+afterAll(async () => {
+  await app.close();
+  model.db.close();
+});
+
+const get = (path: string, headers: Record<string, string> = {}) =>
+  app.inject({
+    method: 'GET',
+    url: `/api/external-api/v1${path}`,
+    headers: { authorization: `Bearer ${keyOf(1)}`, ...headers },
+  });
+
+describe('response compression', () => {
+  it('answers in brotli or gzip as Accept-Encoding asks, and both decode to the uncompressed JSON', async () => {
+    const plain = await get('/orders?limit=50');
+    const br = await get('/orders?limit=50', { 'accept-encoding': 'br' });
+    const gzip = await get('/orders?limit=50', { 'accept-encoding': 'gzip' });
+    const either = await get('/orders?limit=50', { 'accept-encoding': 'gzip, deflate, br' });
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.rawPayload.length).toBeGreaterThan(compressionSettings.threshold);
+    expect([br.headers['content-encoding'], gzip.headers['content-encoding']]).toEqual(['br', 'gzip']);
+    expect(either.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
+    expect(JSON.parse(gunzipSync(gzip.rawPayload).toString())).toEqual(plain.json());
+    expect(br.rawPayload.length).toBeLessThan(plain.rawPayload.length / 3);
+    expect(Number(br.headers['content-length'])).toBe(br.rawPayload.length);
+    for (const answer of [plain, br, gzip]) {
+      expect(answer.headers['vary']).toBe('accept-encoding');
+      expect(answer.headers['etag']).toBe(plain.headers['etag']);
+      expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
+    }
+  });
+
+  it(`sends answers under ${compressionSettings.threshold} bytes as they are`, async () => {
+    const small = await get('/orders?limit=1', { 'accept-encoding': 'br, gzip' });
+    expect(small.statusCode).toBe(200);
+    expect(small.headers['content-encoding']).toBeUndefined();
+    expect(small.rawPayload.length).toBeLessThan(compressionSettings.threshold);
+    expect(small.json()).toMatchObject({ total: 60, limit: 1 });
+  });
+
+  it('never compresses a 304 or an error, however long', async () => {
+    const ok = await get('/orders?limit=50');
+    const notModified = await get('/orders?limit=50', {
+      'accept-encoding': 'br, gzip',
+      'if-none-match': String(ok.headers['etag']),
+    });
+    expect(notModified.statusCode).toBe(304);
+    expect(notModified.rawPayload.length).toBe(0);
+    expect(notModified.headers['content-encoding']).toBeUndefined();
+    expect(notModified.headers['vary']).toBe('accept-encoding');
+    const errors = [
+      await get(`/${'x'.repeat(3000)}`, { 'accept-encoding': 'br, gzip' }),
+      await get('/orders/999/articles', { 'accept-encoding': 'br, gzip' }),
+      await get('/orders?status=nope', { 'accept-encoding': 'br, gzip' }),
+      await get('/orders', { 'accept-encoding': 'br, gzip', authorization: 'Bearer nope' }),
+    ];
+    expect(errors.map((answer) => [answer.statusCode, answer.headers['content-encoding']])).toEqual([
+      [404, undefined],
+      [404, undefined],
+      [422, undefined],
+      [401, undefined],
+    ]);
+    // the unknown route's message repeats the path: over the threshold, and still plain JSON
+    expect(errors[0]?.rawPayload.length).toBeGreaterThan(compressionSettings.threshold);
+    expect(errors[0]?.json()).toMatchObject({ error: 'Not Found' });
+  });
+
+  it('compresses the OpenAPI document when asked', async () => {
+    const plain = await get('/openapi.json');
+    const br = await get('/openapi.json', { 'accept-encoding': 'br' });
+    expect(br.headers['content-encoding']).toBe('br');
+    expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
+  });
+});
