@@ -1,5 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
+const campaign = 'test/reliability/campaign.int.test.ts';
+
 export default defineConfig({
   test: {
     projects: [
@@ -8,18 +10,33 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.unit.test.ts'],
           setupFiles: ['test/helpers/no-process-warnings.ts'],
+          sequence: { groupOrder: 0 },
         },
       },
       {
         test: {
           name: 'int',
           include: ['test/**/*.int.test.ts', 'test/**/*.e2e.test.ts'],
+          exclude: [campaign],
           globalSetup: ['test/helpers/kafka-global-setup.ts'],
           setupFiles: ['test/helpers/no-process-warnings.ts'],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           // Tests share one broker; files run in parallel against unique topics.
           pool: 'forks',
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        // The fault campaign runs a broker and replicas of its own and holds them to time bounds
+        // (a revocation within 5 s): it runs once every other file is done, alone on the machine.
+        test: {
+          name: 'campaign',
+          include: [campaign],
+          setupFiles: ['test/helpers/no-process-warnings.ts'],
+          testTimeout: 600_000,
+          pool: 'forks',
+          sequence: { groupOrder: 1 },
         },
       },
     ],

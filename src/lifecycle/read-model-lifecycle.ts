@@ -409,6 +409,9 @@ export class ReadModelLifecycle {
         }),
       onRestart: (reason) => {
         this.options.events?.restarted?.(generation === this.served ? 'served' : 'candidate', reason);
+        // A new projector reports again what it cannot read; an old report may name a batch an
+        // operator has moved past since (skip-batch), with an outdated command.
+        if (generation === this.served) this.unreadable.clear();
         this.refreshState();
       },
     });

@@ -319,6 +319,7 @@ class Campaign {
         const partition = random.int(0, 2);
         const topic = this.topics[role];
         const line = `x\t{"padding":"${' '.repeat(24 * 1024 * 1024)}"}\n`;
+        const offsetOfBatch = await this.endOffset(topic, partition);
         const run = spawnSync(
           'kcat',
           [
@@ -342,7 +343,7 @@ class Campaign {
         this.skipped += 1;
         this.count('inflating batch skipped by the operator');
         for (const replica of this.replicas) {
-          const through = await this.reportedBatchEnd(replica, topic, partition);
+          const through = await this.reportedBatchEnd(replica, topic, partition, offsetOfBatch);
           if (through === null) {
             this.violation(
               replica,
@@ -373,8 +374,25 @@ class Campaign {
     }
   }
 
-  /** The last offset of the unreadable batch /readyz names for a partition, once it does (30 s at most). */
-  private async reportedBatchEnd(replica: Replica, topic: string, partition: number): Promise<number | null> {
+  /** The offset the next message published to a partition gets. */
+  private async endOffset(topic: string, partition: number): Promise<number> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const offsets = await admin.fetchTopicOffsets(topic);
+      return Number(offsets.find((o) => o.partition === partition)?.high ?? 0);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  /** The last offset of the unreadable batch at or after `atLeast` that /readyz names, once it does (30 s at most). */
+  private async reportedBatchEnd(
+    replica: Replica,
+    topic: string,
+    partition: number,
+    atLeast: number,
+  ): Promise<number | null> {
     const deadline = Date.now() + 30_000;
     const pattern = new RegExp(
       `skip-batch --topic ${topic.replace(/[.]/g, '\\.')} --partition ${partition} --through (\\d+)`,
@@ -382,7 +400,7 @@ class Campaign {
     while (Date.now() < deadline) {
       const answer = await get(replica.adminUrl('/readyz'), undefined, 2000);
       const match = pattern.exec(JSON.stringify(answer?.body ?? ''));
-      if (match !== null) return Number(match[1]);
+      if (match !== null && Number(match[1]) >= atLeast) return Number(match[1]);
       await sleep(250);
     }
     return null;
