@@ -8,7 +8,8 @@
  *   npm run bench:hostile
  */
 import { spawnSync } from 'node:child_process';
-import { createWriteStream, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { kcatProduce } from '../tools/kcat.js';
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
@@ -47,31 +48,6 @@ const key = (org: number): DomainEvent => ({
   occurred_at: at(0),
   data: { key_id: `key-${org}`, organization_id: org, key_sha256: sha256Hex(`raw-key-${org}`) },
 });
-
-/** kcat, zstd, one partition; the lines come from `file`. */
-function kcat(brokers: string, topic: string, partition: number, file: string, extra: string[] = []): void {
-  const run = spawnSync(
-    'kcat',
-    [
-      '-P',
-      '-b',
-      brokers,
-      '-t',
-      topic,
-      '-p',
-      String(partition),
-      '-z',
-      'zstd',
-      '-K',
-      '\t',
-      '-X',
-      'message.max.bytes=1000000000',
-      ...extra,
-    ],
-    { stdio: [openSync(file, 'r'), 'ignore', 'pipe'], encoding: 'utf8' },
-  );
-  if (run.status !== 0) throw new Error(`kcat failed: ${run.stderr}`);
-}
 
 /** A file of one line: a valid order.created whose JSON is padded with spaces to `bytes`. */
 async function paddedOrder(file: string, id: number, bytes: number): Promise<void> {
@@ -180,13 +156,9 @@ async function main(): Promise<void> {
           await new Promise<void>((resolve) => out.on('finish', () => resolve()));
         },
         extra: [
-          '-X',
           'batch.num.messages=200000',
-          '-X',
           'queue.buffering.max.messages=1000000',
-          '-X',
           'batch.size=100000000',
-          '-X',
           'linger.ms=1000',
         ],
       },
@@ -195,7 +167,13 @@ async function main(): Promise<void> {
       const file = join(dir, 'input.txt');
       await c.make(file);
       const started = Date.now();
-      kcat(broker.brokers, c.topic, c.partition, file, c.extra);
+      kcatProduce({
+        brokers: broker.brokers,
+        topic: c.topic,
+        partition: c.partition,
+        lines: { file },
+        settings: c.extra ?? [],
+      });
       rmSync(file);
       console.log(`${c.name}: published to ${c.topic}[${c.partition}] in ${Date.now() - started} ms`);
     }

@@ -4,7 +4,6 @@
  * bound. The projector stays up, the partition holding an over-bound batch waits (reported, tried
  * again with backoff), and every other partition goes on: a revocation published after them is applied.
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
@@ -26,31 +25,14 @@ import {
   waitUntil,
 } from '../helpers/kafka.js';
 import { tempDir } from '../helpers/temp.js';
+import { kcatProduce } from '../../tools/kcat.js';
 
 const batchBound = 2 * 1024 * 1024;
 const messageBound = 64 * 1024;
 
 /** One kcat batch to one partition: `lines` of `key<TAB>value`, zstd. */
-function kcat(topic: string, partition: number, lines: string[], extra: string[] = []): void {
-  const run = spawnSync(
-    'kcat',
-    [
-      '-P',
-      '-b',
-      inject('kafkaBrokers'),
-      '-t',
-      topic,
-      '-p',
-      String(partition),
-      '-z',
-      'zstd',
-      '-K',
-      '\t',
-      ...extra,
-    ],
-    { input: `${lines.join('\n')}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-  );
-  expect(run.status, run.stderr).toBe(0);
+function kcat(topic: string, partition: number, lines: string[], settings: string[] = []): void {
+  kcatProduce({ brokers: inject('kafkaBrokers'), topic, partition, lines, settings });
 }
 
 describe('hostile batches', () => {
@@ -66,19 +48,13 @@ describe('hostile batches', () => {
       /}$/,
       `${' '.repeat(8 * 1024 * 1024)}}`,
     );
-    kcat(topics.orders, 0, [`1\t${padded}`], ['-X', 'message.max.bytes=100000000']);
+    kcat(topics.orders, 0, [`1\t${padded}`]);
     // Partition 1 of the orders topic: 200 000 small records in one batch.
     const small = Array.from({ length: 200_000 }, (_, i) => `${i}\t{"n":${i}}`);
     kcat(topics.orders, 1, small, [
-      '-X',
       'batch.num.messages=200000',
-      '-X',
       'queue.buffering.max.messages=1000000',
-      '-X',
       'batch.size=100000000',
-      '-X',
-      'message.max.bytes=100000000',
-      '-X',
       'linger.ms=500',
     ]);
     // Partition 2: a valid order beyond the message bound, then an ordinary one.

@@ -3,7 +3,6 @@
  * and the batch's last offset (/readyz, log), `skip-batch` moves the partition past it with a dead
  * letter recording what, where, who and why, and the running service goes on from there.
  */
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
@@ -22,29 +21,10 @@ import {
 } from '../helpers/kafka.js';
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 import { tempDir } from '../helpers/temp.js';
+import { kcatProduce } from '../../tools/kcat.js';
 
-function kcat(topic: string, partition: number, lines: string[], extra: string[] = []): void {
-  const run = spawnSync(
-    'kcat',
-    [
-      '-P',
-      '-b',
-      inject('kafkaBrokers'),
-      '-t',
-      topic,
-      '-p',
-      String(partition),
-      '-z',
-      'zstd',
-      '-K',
-      '\t',
-      '-X',
-      'message.max.bytes=100000000',
-      ...extra,
-    ],
-    { input: `${lines.join('\n')}\n`, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-  );
-  expect(run.status, run.stderr).toBe(0);
+function kcat(topic: string, partition: number, lines: string[], settings: string[] = []): void {
+  kcatProduce({ brokers: inject('kafkaBrokers'), topic, partition, lines, settings });
 }
 
 describe('skip-batch', () => {
@@ -62,7 +42,7 @@ describe('skip-batch', () => {
       topics.orders,
       0,
       [`2\t${order(2).replace(/}$/, `${' '.repeat(8 * 1024 * 1024)}}`)}`, `3\t${order(3)}`],
-      ['-X', 'batch.size=100000000', '-X', 'linger.ms=200'],
+      ['batch.size=100000000', 'linger.ms=200'],
     );
     kcat(topics.orders, 0, [`4\t${order(4)}`]);
 

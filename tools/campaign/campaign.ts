@@ -7,7 +7,6 @@
  *
  * A failure prints the seed and the step list; the same seed draws the same steps.
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +19,7 @@ import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
 import { compressionOf } from '../../src/kafka/kafkajs-adapter.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { createContractTopicSet, isEntryPoint } from '../harness.js';
+import { kcatProduce } from '../kcat.js';
 import { markProjectionVersion1 } from '../model-progress.js';
 import { CampaignBroker, Replica } from './cluster.js';
 import { Invariants, Memory, type Violation } from './invariants.js';
@@ -318,28 +318,9 @@ class Campaign {
         const role = random.pick(['orders', 'orderStatus', 'articles', 'apiKeys'] as const);
         const partition = random.int(0, 2);
         const topic = this.topics[role];
-        const line = `x\t{"padding":"${' '.repeat(24 * 1024 * 1024)}"}\n`;
+        const line = `x\t{"padding":"${' '.repeat(24 * 1024 * 1024)}"}`;
         const offsetOfBatch = await this.endOffset(topic, partition);
-        const run = spawnSync(
-          'kcat',
-          [
-            '-P',
-            '-b',
-            this.broker.brokers,
-            '-t',
-            topic,
-            '-p',
-            String(partition),
-            '-z',
-            'zstd',
-            '-K',
-            '\t',
-            '-X',
-            'message.max.bytes=100000000',
-          ],
-          { input: line, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-        );
-        if (run.status !== 0) throw new Error(`kcat failed: ${run.stderr}`);
+        kcatProduce({ brokers: this.broker.brokers, topic, partition, lines: [line] });
         this.skipped += 1;
         this.count('inflating batch skipped by the operator');
         for (const replica of this.replicas) {
