@@ -77,12 +77,25 @@ const starting: Promise<Consumption> = runProjection({
   },
 });
 let ending = false;
+const startWaitOnStopMs = 2000;
 
 /** Stops consuming (once started), closes the write connection and the thread's clients; `report` goes last. */
 async function end(report: FromProjectorThread): Promise<void> {
   if (ending) return;
   ending = true;
-  const consumption = await starting.catch(() => null);
+  // A consumer still joining its group (a broker gone or frozen) is not waited for beyond this: the
+  // thread ends, and its client with it; the model needs no goodbye.
+  let timer: NodeJS.Timeout | undefined;
+  const consumption = await Promise.race([
+    starting.catch(() => null),
+    new Promise<null>((resolve) => {
+      timer = setTimeout(() => {
+        logger.warn({ waitedMs: startWaitOnStopMs }, 'the consumer was still starting; stopping without it');
+        resolve(null);
+      }, startWaitOnStopMs);
+    }),
+  ]);
+  clearTimeout(timer);
   await consumption?.stop().catch((error: unknown) => logger.warn({ err: error }, 'stopping the consumer'));
   await kafka.close().catch(() => undefined);
   db.close();

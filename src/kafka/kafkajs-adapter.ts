@@ -53,7 +53,7 @@ const unreadableMessage = 'Could not read a record batch';
  * broker that is gone or frozen must not hold up a service's shutdown. The model needs no goodbye:
  * its positions are stored with it.
  */
-const goodbyeTimeoutMs = 5000;
+const goodbyeTimeoutMs = 2000;
 
 /** `done`, or nothing once `ms` have passed, whichever comes first; a failure of `done` is logged. */
 async function boundedGoodbye(done: Promise<void>, ms: number, logger: Logger, what: string): Promise<void> {
