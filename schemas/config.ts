@@ -50,7 +50,7 @@ export const ServiceEnv = z.object({
   RATE_LIMIT_MAX: decimalInteger.default(0),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   /** what one record batch may inflate to; a batch beyond it is paused and reported, never inflated */
-  BATCH_MAX_INFLATED_BYTES: decimalInteger.pipe(z.number().min(1024 * 1024)).default(16 * 1024 * 1024),
+  BATCH_MAX_INFLATED_BYTES: decimalInteger.pipe(z.number().min(1024 * 1024)).default(4 * 1024 * 1024),
   /** one message's value beyond this is dead-lettered (too_large) with its size, SHA-256 and a preview */
   MESSAGE_MAX_BYTES: decimalInteger.pipe(z.number().min(1024)).default(1024 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -9,7 +9,7 @@ import { compressFrame, decompressFrame } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 
 /** What one record batch may inflate to by default: far above any producer's batch, far under the memory budget. */
-export const defaultBatchInflatedBytes = 16 * 1024 * 1024;
+export const defaultBatchInflatedBytes = 4 * 1024 * 1024;
 
 let inflatedLimit = defaultBatchInflatedBytes;
 
