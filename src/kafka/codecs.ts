@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { compressFrame, decompressFrame } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 
-/** What one record batch may inflate to by default: far above any producer's batch, far under the memory budget. */
+/** What one record batch may inflate to by default: above the batches producers send by default (a Java producer's 16 KiB, this service's 256 KiB), far under the memory budget (npm run bench:hostile). */
 export const defaultBatchInflatedBytes = 4 * 1024 * 1024;
 
 let inflatedLimit = defaultBatchInflatedBytes;
