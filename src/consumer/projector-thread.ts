@@ -95,6 +95,15 @@ export function startProjectorThread(
         await whenExited;
       },
     };
+    // Stopped while starting: the thread is asked to stop (it gives up a consumer still joining its
+    // group within its own bound), and the start rejects once the thread has ended.
+    let started = false;
+    const giveUp = (): void => {
+      if (started) return;
+      void handle.stop().then(() => reject(new ProjectorThreadFailed('stopped while starting')));
+    };
+    if (spec.signal?.aborted === true) giveUp();
+    else spec.signal?.addEventListener('abort', giveUp, { once: true });
     const failWith = (error: Error): void => {
       reject(error);
       if (!stopping) fail(error);
@@ -102,6 +111,8 @@ export function startProjectorThread(
     worker.on('message', (message: FromProjectorThread) => {
       switch (message.type) {
         case 'started':
+          started = true;
+          spec.signal?.removeEventListener('abort', giveUp);
           for (const o of message.offsets) positions.set(offsetKey(o.topic, o.partition), o.nextOffset);
           resolve(handle);
           return;

@@ -23,6 +23,12 @@ export interface ProjectorSpec {
   onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
   /** a partition stopped at a batch the client cannot read (paused and retried; the others go on) */
   onUnreadable?: (batch: UnreadableBatch) => void;
+  /**
+   * Aborted when its owner stops while the projector is still starting (a broker gone or frozen can
+   * keep a consumer joining for minutes): the start is given up, and the promise rejects once
+   * whatever it started has ended.
+   */
+  signal?: AbortSignal;
 }
 
 export type StartProjector = (spec: ProjectorSpec) => Promise<RunningProjector>;

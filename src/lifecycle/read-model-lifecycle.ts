@@ -391,8 +391,9 @@ export class ReadModelLifecycle {
       clock: this.options.clock,
       logger: this.options.logger,
       ...(this.options.backoff === undefined ? {} : { backoff: this.options.backoff }),
-      start: () =>
+      start: (signal) =>
         this.options.startProjector({
+          signal,
           file: generation.file,
           groupId,
           giveWay: generation.giveWay,

@@ -32,7 +32,8 @@ export interface SupervisorStatus {
 
 export interface SupervisorOptions {
   name: string;
-  start: () => Promise<RunningProjector>;
+  /** `signal` is aborted by `stop()`, so that a start still under way is given up */
+  start: (signal: AbortSignal) => Promise<RunningProjector>;
   clock: Clock;
   logger: Logger;
   backoff?: Backoff;
@@ -43,6 +44,7 @@ export class Supervisor {
   private current: RunningProjector | null = null;
   private lastPositions: ReadonlyMap<string, number> = new Map();
   private stopping = false;
+  private readonly stopped = new AbortController();
   private loop: Promise<void> | null = null;
   private wake = new AbortController();
   private restartRequested: { reason: RestartReason; resolve: () => void } | null = null;
@@ -74,6 +76,7 @@ export class Supervisor {
   /** Stops the projector and the loop; no restart follows. */
   async stop(): Promise<void> {
     this.stopping = true;
+    this.stopped.abort();
     this.wake.abort();
     await this.loop;
   }
@@ -102,7 +105,7 @@ export class Supervisor {
       let reason: RestartReason;
       const before = new Map(this.lastPositions);
       try {
-        const projector = await this.options.start();
+        const projector = await this.options.start(this.stopped.signal);
         if (this.isStopping()) {
           await projector.stop();
           break;
@@ -133,6 +136,7 @@ export class Supervisor {
           logger.error({ err: failure, projector: name }, 'projector failed');
         }
       } catch (error) {
+        if (this.isStopping()) break;
         reason = 'start_failed';
         this.state.lastError = error instanceof Error ? error.message : String(error);
         logger.error({ err: error, projector: name }, 'projector failed to start');

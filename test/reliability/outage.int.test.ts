@@ -28,7 +28,8 @@ import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../../tools/load.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
-import { serviceEnv, spawnService } from '../helpers/service-process.js';
+import { serviceEnv, spawnService, type ServiceProcess } from '../helpers/service-process.js';
+import type { TopicRole } from '../../schemas/events.js';
 
 const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
 
@@ -137,21 +138,8 @@ describe('broker outage', () => {
     db.close();
   });
   it('stops cleanly on SIGTERM while the broker is frozen: exit code 0 within the shutdown bound', async () => {
-    if (broker === undefined) throw new Error('the outage test starts the broker');
-    const topics = await (async () => {
-      const kafka = new Kafka({
-        clientId: 'outage-stop',
-        brokers: [broker.brokers],
-        logLevel: logLevel.NOTHING,
-      });
-      const admin = kafka.admin();
-      await admin.connect();
-      try {
-        return await createContractTopics(admin);
-      } finally {
-        await admin.disconnect();
-      }
-    })();
+    broker ??= await startLocalBroker();
+    const topics = await freshTopics(broker);
     const adminPort = await freePort();
     const service = spawnService({
       ...serviceEnv({
@@ -170,15 +158,61 @@ describe('broker outage', () => {
     });
     process.kill(broker.pid, 'SIGSTOP');
     try {
-      const stoppedAt = Date.now();
-      service.child.kill('SIGTERM');
-      const code = await service.exited;
-      const took = Date.now() - stoppedAt;
-      console.log(`[outage] SIGTERM with the broker frozen: exit code ${code} after ${took} ms`);
-      expect(code, service.output.slice(-10).join('\n')).toBe(0);
-      expect(took).toBeLessThan(15_000);
+      await expectCleanStop(service, 'with the broker frozen');
     } finally {
       process.kill(broker.pid, 'SIGCONT');
     }
   });
+  it('stops cleanly on SIGTERM after starting while the broker was frozen: exit code 0 within the shutdown bound', async () => {
+    broker ??= await startLocalBroker();
+    const topics = await freshTopics(broker);
+    const adminPort = await freePort();
+    process.kill(broker.pid, 'SIGSTOP');
+    try {
+      const service = spawnService({
+        ...serviceEnv({
+          topics,
+          dataDir: join(dir, 'start-frozen'),
+          httpPort: await freePort(),
+          adminPort,
+          groupId: 'outage-start-frozen',
+        }),
+        KAFKA_BROKERS: broker.brokers,
+        LOG_LEVEL: 'warn',
+      });
+      await waitUntil(
+        'the service answers /healthz',
+        async () => {
+          const answer = await fetch(`http://127.0.0.1:${adminPort}/healthz`).catch(() => null);
+          return answer?.status === 200;
+        },
+        120_000,
+      );
+      await new Promise((resolveWait) => setTimeout(resolveWait, 2000));
+      await expectCleanStop(service, 'after starting with the broker frozen');
+    } finally {
+      process.kill(broker.pid, 'SIGCONT');
+    }
+  }, 180_000);
 });
+
+async function freshTopics(broker: LocalBroker): Promise<Record<TopicRole, string>> {
+  const kafka = new Kafka({ clientId: 'outage-stop', brokers: [broker.brokers], logLevel: logLevel.NOTHING });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    return await createContractTopics(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+async function expectCleanStop(service: ServiceProcess, when: string): Promise<void> {
+  const stoppedAt = Date.now();
+  service.child.kill('SIGTERM');
+  const code = await service.exited;
+  const took = Date.now() - stoppedAt;
+  console.log(`[outage] SIGTERM ${when}: exit code ${code} after ${took} ms`);
+  expect(code, service.output.slice(-20).join('\n')).toBe(0);
+  expect(took).toBeLessThan(15_000);
+}
