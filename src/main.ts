@@ -3,6 +3,7 @@
  * The composition root: it reads the environment once, creates the root
  * logger and hands both to the command.
  */
+import { ModelFiles } from './read-model/files.js';
 import { hostname, userInfo } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
@@ -119,9 +120,12 @@ const commands: Record<string, Command> = {
             ? `${skipped.file}: of an older projection version, served read-only while its successor is built; not moved.`
             : skipped.from === null
               ? `${skipped.file}: ${topic} partition ${partition} is past offset ${through} already; nothing changed.`
-              : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service starts its projector again from there at its next attempt to read the partition.`,
+              : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service moves on from there at its next attempt to read the partition.`,
         );
       }
+      ctx.print(
+        `Recorded in ${new ModelFiles(ctx.config.dataDir).skipsPath}: every build from the topics (a rebuild, one in progress included, and the rebuild after a projection-version change) moves past it too, with the same dead letter.`,
+      );
       return Promise.resolve();
     },
   },

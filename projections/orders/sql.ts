@@ -171,4 +171,6 @@ export const operatorSql = {
   newestDeadLetters: `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
       substr(CAST(raw_value AS TEXT), 1, 200) AS value_preview
     FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
+  operatorSkips: `SELECT topic, partition, "offset", detail, recorded_at FROM dead_letters
+    WHERE reason = 'skipped_by_operator' ORDER BY id`,
 } as const;

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
-import type { ServiceConfig } from '../config.js';
+import { roleOfTopic, type ServiceConfig } from '../config.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
 import { sha256Hex } from '../http/auth.js';
@@ -12,7 +12,7 @@ import type { KafkaPort } from '../kafka/port.js';
 import { lagOf } from '../lifecycle/readiness.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
-import { offsetKey } from '../read-model/writer.js';
+import { offsetKey, ReadModelWriter } from '../read-model/writer.js';
 import { ModelFiles } from '../read-model/files.js';
 import { progressReporter } from './progress.js';
 
@@ -99,8 +99,10 @@ export interface SkippedBatch {
 /**
  * Moves a partition of the served model (and of a proposal in NEXT) past offsets that can never be
  * read, as an operator's deliberate act: one dead letter per model records what was skipped, where,
- * who did it and why, in the same transaction as the new position. A running service notices at its
- * next attempt to read the batch and starts its projector again from the stored positions.
+ * who did it and why, in the same transaction as the new position. The skip is also recorded in the
+ * data directory (`ModelFiles.recordOperatorSkip`), so that every build from the topics, one in
+ * progress included, moves past the batch the same way. A running projector moves on at its next
+ * attempt to read the batch.
  */
 export function skipBatch(
   ctx: CommandContext,
@@ -115,39 +117,29 @@ export function skipBatch(
   const targets = [
     ...new Set([files.currentFile(), files.nextFile()].filter((f): f is string => f !== null)),
   ];
-  if (targets.length === 0) throw new Error(`No read model in ${ctx.config.dataDir} yet: nothing to move.`);
-  return targets.map((file) => {
+  const skipped = targets.map((file): SkippedBatch => {
     const db = openReadModel(file, { anyProjectionVersion: true });
     try {
       // A file of another projection version is served read-only while its successor is built:
       // nothing projects into it, so only the successor (in NEXT) needs moving.
       if (projectionVersionOf(db) !== PROJECTION_VERSION) return { file, from: null, olderVersion: true };
-      return db.transaction((): SkippedBatch => {
-        const row = db.prepare(operatorSql.storedOffset).get(skip.topic, skip.partition) as
-          { next_offset: number } | undefined;
-        const from = row?.next_offset ?? 0;
-        if (from > skip.through) return { file, from: null };
-        db.prepare(writeSql.insertDeadLetter).run({
-          topic: skip.topic,
-          partition: skip.partition,
-          offset: from,
-          key: null,
-          value: null,
-          reason: 'skipped_by_operator',
-          detail:
-            `${from === skip.through ? `offset ${from}` : `offsets ${from}–${skip.through}`} skipped by ${skip.by}: ${skip.reason}`.slice(
-              0,
-              1000,
-            ),
-          recordedAt: new Date().toISOString(),
-        });
-        db.prepare(writeSql.upsertOffset).run(skip.topic, skip.partition, skip.through + 1);
-        return { file, from };
-      })();
+      return {
+        file,
+        from: new ReadModelWriter(db, roleOfTopic(ctx.config.topics)).skipByOperator(skip).from,
+      };
     } finally {
       db.close();
     }
   });
+  // Every build to come (a rebuild, a build in progress, the rebuild after a projection-version
+  // change) replays the topic from its start, meets the batch again and moves past it the same way.
+  const froms = skipped.flatMap((s) => (s.from === null ? [] : [s.from]));
+  files.recordOperatorSkip({
+    ...skip,
+    from: froms.length === 0 ? null : Math.min(...froms),
+    at: new Date().toISOString(),
+  });
+  return skipped;
 }
 
 function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } {

@@ -9,6 +9,7 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
+import { operatorSkipsIn } from '../read-model/writer.js';
 
 export class SnapshotRefused extends Error {
   readonly code = 'SNAPSHOT_REFUSED';
@@ -121,6 +122,13 @@ export function restoreSnapshot(dataDir: string, from: string): SnapshotFacts {
     copyFileSync(from, file);
     fsyncFile(file);
     const facts = checkedFacts(file, from);
+    // The skips an operator made on the replica the snapshot comes from, for this one's rebuilds.
+    const db = openReadModel(file, { readonly: true });
+    try {
+      for (const skip of operatorSkipsIn(db)) files.recordOperatorSkip(skip);
+    } finally {
+      db.close();
+    }
     files.promote(file);
     return { file, bytes: statSync(file).size, ...facts };
   } catch (error) {

@@ -21,7 +21,9 @@ export type DeadLetterReason =
   | 'unknown_type'
   | 'wrong_topic'
   | 'invalid_payload'
-  | 'too_large';
+  | 'too_large'
+  /** not a message's fault: offsets an operator moved past (`skip-batch`) */
+  | 'skipped_by_operator';
 
 /** One message's value beyond this is not decoded (MESSAGE_MAX_BYTES). */
 export const defaultMessageMaxBytes = 1024 * 1024;

@@ -11,6 +11,7 @@ import { kafkaPortOf } from '../kafka/client.js';
 import type { Consumption } from '../kafka/port.js';
 import { createLogger } from '../logger.js';
 import { openBuildFile, openReadModel } from '../read-model/database.js';
+import { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause } from './pacing.js';
 import { runProjection } from './projector.js';
@@ -46,6 +47,7 @@ if (part === undefined) {
 const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = kafkaPortOf(config, logger);
+const skipsOf = new ModelFiles(config.dataDir);
 const pacer = new Pacer(requests, giveWay, {
   share: config.rebuild.workShare,
   maxPauseMs,
@@ -59,18 +61,8 @@ const starting: Promise<Consumption> = runProjection({
   logger,
   maxMessageBytes: config.limits.messageBytes,
   onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
-  onUnreadable: (batch) => {
-    if (writer.movedOnInFile(batch.topic, batch.partition, batch.offset)) {
-      // skip-batch moved the partition past this batch: start again from the stored positions.
-      void failed(
-        new Error(
-          `${batch.topic} partition ${batch.partition} was moved past offset ${batch.offset} by an operator; the projector starts again from the stored positions`,
-        ),
-      );
-      return;
-    }
-    post({ type: 'unreadable', batch });
-  },
+  onUnreadable: (batch) => post({ type: 'unreadable', batch }),
+  operatorSkips: () => skipsOf.operatorSkips(),
   afterBatch: (startedAt) => {
     const ms = pacer.pauseAfterBatch(startedAt, performance.now());
     return ms > 0 ? pause(giveWay, ms) : undefined;

@@ -8,6 +8,7 @@ import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
 import type { Consumption, KafkaPort, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
+import { skipCovering, type OperatorSkip } from '../read-model/files.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
 
@@ -21,6 +22,8 @@ export interface ProjectionOptions {
   logger: Logger;
   onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
+  /** the batches operators have skipped (`skip-batch`), read again whenever a batch cannot be read */
+  operatorSkips?: () => readonly OperatorSkip[];
   /** a message's value beyond this is dead-lettered as too_large (default `defaultMessageMaxBytes`) */
   maxMessageBytes?: number;
   /** runs after each applied batch of messages, given when it was handed over; the next batch waits for it (pacing) */
@@ -39,8 +42,34 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       .map((role) => options.topics[role]),
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
     onUnreadable: (batch) => {
+      const skip = skipCovering(recordedSkips(options), batch);
+      if (skip !== undefined) {
+        // An operator decided to move past it: recorded as a dead letter here too, unless the
+        // operator's command has moved this file already.
+        const { from, next } = writer.skipByOperator(skip);
+        logger.warn(
+          { ...batch, skippedFrom: from, next, by: skip.by, reason: skip.reason },
+          'moving past a record batch an operator skipped',
+        );
+        options.onBatch?.({
+          topic: batch.topic,
+          partition: batch.partition,
+          outcome: {
+            applied: 0,
+            unchanged: 0,
+            deadLettered: from === null ? 0 : 1,
+            skipped: 0,
+            appliedByType: {},
+            deadLettersByReason: from === null ? {} : { skipped_by_operator: 1 },
+            nextOffset: next,
+            durationMs: 0,
+          },
+        });
+        return next;
+      }
       logger.error(batch, 'a record batch cannot be read; the partition waits, every other one goes on');
       options.onUnreadable?.(batch);
+      return undefined;
     },
     onBatch: (batch) => {
       const startedAt = performance.now();
@@ -71,4 +100,14 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);
     },
   });
+}
+
+/** The skips operators have recorded; an unreadable record of them is logged and counts as none. */
+function recordedSkips(options: ProjectionOptions): readonly OperatorSkip[] {
+  try {
+    return options.operatorSkips?.() ?? [];
+  } catch (error) {
+    options.logger.error({ err: error }, 'the batches operators skipped cannot be read');
+    return [];
+  }
 }

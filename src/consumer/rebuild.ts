@@ -155,6 +155,7 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
           ? {}
           : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
         onBatch: ({ outcome }) => onBatch(outcome),
+        operatorSkips: () => options.files.operatorSkips(),
       });
       const main = consumption;
       try {

@@ -211,7 +211,13 @@ async function startConsumption(
     const attempt = unreadableAttempts.get(key) ?? 0;
     unreadableAttempts.set(key, attempt + 1);
     const retryInMs = Math.min(unreadableRetry.maxMs, unreadableRetry.initialMs * 2 ** Math.min(attempt, 16));
-    consume.onUnreadable?.({ ...batch, retryInMs });
+    const moveTo = consume.onUnreadable?.({ ...batch, retryInMs });
+    if (moveTo !== undefined) {
+      unreadableAttempts.delete(key);
+      consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(moveTo) });
+      consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]);
+      return;
+    }
     const timer = setTimeout(() => {
       retryTimers.delete(timer);
       if (!stopping) consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]);

@@ -52,8 +52,11 @@ export interface ConsumeOptions {
   startAt: (topic: string, partition: number) => number | undefined;
   /** called for each batch, in order per partition; nothing else is fetched for it until it returns */
   onBatch: (batch: FetchedBatch) => void | Promise<void>;
-  /** a partition stopped at a batch the client cannot read; every other partition goes on */
-  onUnreadable?: (batch: UnreadableBatch) => void;
+  /**
+   * a partition stopped at a batch the client cannot read; every other partition goes on. An offset
+   * returned moves the partition there at once (an operator's recorded decision to skip the batch).
+   */
+  onUnreadable?: (batch: UnreadableBatch) => number | undefined;
 }
 
 export interface Consumption {

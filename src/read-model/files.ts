@@ -37,16 +37,51 @@ export class RebuildLocked extends Error {
   readonly code = 'REBUILD_LOCKED';
 }
 
+/**
+ * An operator's decision to move a partition past offsets that can never be read (`skip-batch`):
+ * the served model and a proposal are moved at once, and every build from the topics (a rebuild,
+ * the service's own rebuild after a projection-version change) moves past them when it meets an
+ * unreadable batch among them, recording the same dead letter.
+ */
+export interface OperatorSkip {
+  topic: string;
+  partition: number;
+  /** the first offset skipped (the served model's position then), or null when no model had one */
+  from: number | null;
+  through: number;
+  reason: string;
+  /** user@host */
+  by: string;
+  /** ISO time of the decision */
+  at: string;
+}
+
+/** The recorded skip that an unreadable batch (`offset`..`lastOffset`) falls in, if any. */
+export function skipCovering(
+  skips: readonly OperatorSkip[],
+  batch: { topic: string; partition: number; offset: number; lastOffset: number | null },
+): OperatorSkip | undefined {
+  return skips.find(
+    (s) =>
+      s.topic === batch.topic &&
+      s.partition === batch.partition &&
+      batch.offset <= s.through &&
+      (s.from === null || (batch.lastOffset ?? batch.offset) >= s.from),
+  );
+}
+
 export class ModelFiles {
   readonly pointerPath: string;
   readonly nextPointerPath: string;
   readonly lockPath: string;
+  readonly skipsPath: string;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true });
     this.pointerPath = join(dir, 'CURRENT');
     this.nextPointerPath = join(dir, 'NEXT');
     this.lockPath = join(dir, 'rebuild.lock');
+    this.skipsPath = join(dir, 'skipped-batches.json');
   }
 
   /** Absolute path of the served generation, or null before the first one exists. */
@@ -99,11 +134,33 @@ export class ModelFiles {
     if (this.nextFile() === file) rmSync(this.nextPointerPath, { force: true });
   }
 
+  /** The batches operators have skipped (`skip-batch`), oldest first; every build honours them. */
+  operatorSkips(): OperatorSkip[] {
+    if (!existsSync(this.skipsPath)) return [];
+    const parsed = JSON.parse(readFileSync(this.skipsPath, 'utf8')) as unknown;
+    if (!Array.isArray(parsed)) throw new Error(`${this.skipsPath} is not a list of skipped batches`);
+    return parsed as OperatorSkip[];
+  }
+
+  /** Records an operator's skip for every build to come; a skip already recorded is not repeated. */
+  recordOperatorSkip(skip: OperatorSkip): void {
+    const skips = this.operatorSkips();
+    const same = (s: OperatorSkip): boolean =>
+      s.topic === skip.topic && s.partition === skip.partition && s.through === skip.through;
+    if (skips.some(same)) return;
+    this.writeDurably(this.skipsPath, `${JSON.stringify([...skips, skip], null, 1)}\n`);
+  }
+
   private writePointer(path: string, file: string): void {
+    this.writeDurably(path, `${basename(file)}\n`);
+  }
+
+  /** Replaces a small file atomically: write, fsync, rename, fsync the directory. */
+  private writeDurably(path: string, text: string): void {
     const tmp = `${path}.tmp`;
     const fd = openSync(tmp, 'w');
     try {
-      writeSync(fd, `${basename(file)}\n`);
+      writeSync(fd, text);
       fsyncSync(fd);
     } finally {
       closeSync(fd);

@@ -31,6 +31,7 @@ import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js'
 import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
 import type { RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
+import type { OperatorSkip } from './files.js';
 
 export type { RawMessage };
 
@@ -60,6 +61,34 @@ function valueFacts(value: Buffer | null): string {
   const sha = createHash('sha256').update(value).digest('hex');
   const kept = Math.min(value.length, deadLetterPreviewBytes);
   return ` [value: ${value.length} bytes, sha256 ${sha}${kept < value.length ? `, the first ${kept} stored` : ''}]`;
+}
+
+function skipDetail(from: number, skip: Pick<OperatorSkip, 'through' | 'reason' | 'by'>): string {
+  const offsets = from === skip.through ? `offset ${from}` : `offsets ${from}–${skip.through}`;
+  return `${offsets} skipped by ${skip.by}: ${skip.reason}`;
+}
+const skipDetailPattern = /^offsets? (\d+)(?:–(\d+))? skipped by (\S+): ([\s\S]*)$/;
+
+/**
+ * The operators' skips a model records as dead letters (`skipped_by_operator`), so that a snapshot
+ * carries them to a new replica's data directory and that replica's rebuilds move past them too.
+ */
+export function operatorSkipsIn(db: ReadModelDatabase): OperatorSkip[] {
+  const rows = db.prepare(operatorSql.operatorSkips).all() as {
+    topic: string;
+    partition: number;
+    offset: number;
+    detail: string;
+    recorded_at: string;
+  }[];
+  return rows.flatMap((row) => {
+    const parsed = skipDetailPattern.exec(row.detail);
+    if (parsed === null) return [];
+    const [, first = '', last, by = '', reason = ''] = parsed;
+    const from = Number(first);
+    const through = last === undefined ? from : Number(last);
+    return [{ topic: row.topic, partition: row.partition, from, through, by, reason, at: row.recorded_at }];
+  });
 }
 
 export class ReadModelWriter {
@@ -122,15 +151,39 @@ export class ReadModelWriter {
   }
 
   /**
-   * Whether the file holds a position past `offset` that this writer did not write: an operator
-   * moved the partition on (`skip-batch`), and this writer's positions are out of date.
+   * Moves a partition past offsets an operator skipped (`skip-batch`), in one transaction: a
+   * `skipped_by_operator` dead letter saying what, where, who and why, and the position after them.
+   * The position is read from the file, which the operator's command may have moved already from
+   * another process; then nothing is written. Returns the offset it moved from (null when nothing
+   * was written) and the partition's position now.
    */
-  movedOnInFile(topic: string, partition: number, offset: number): boolean {
-    const row = this.db.prepare(operatorSql.storedOffset).get(topic, partition) as
+  skipByOperator(skip: Pick<OperatorSkip, 'topic' | 'partition' | 'through' | 'reason' | 'by'>): {
+    from: number | null;
+    next: number;
+  } {
+    const key = offsetKey(skip.topic, skip.partition);
+    const row = this.db.prepare(operatorSql.storedOffset).get(skip.topic, skip.partition) as
       { next_offset: number } | undefined;
-    return (
-      row !== undefined && row.next_offset > offset && row.next_offset !== this.storedOffset(topic, partition)
-    );
+    const from = row?.next_offset ?? 0;
+    if (from > skip.through) {
+      this.offsets.set(key, from);
+      return { from: null, next: from };
+    }
+    this.db.transaction(() => {
+      this.statements.insertDeadLetter.run({
+        topic: skip.topic,
+        partition: skip.partition,
+        offset: from,
+        key: null,
+        value: null,
+        reason: 'skipped_by_operator' satisfies DeadLetterReason,
+        detail: skipDetail(from, skip).slice(0, maxDetailLength),
+        recordedAt: this.now().toISOString(),
+      });
+      this.statements.upsertOffset.run(skip.topic, skip.partition, skip.through + 1);
+    })();
+    this.offsets.set(key, skip.through + 1);
+    return { from, next: skip.through + 1 };
   }
 
   storedOffsets(): { topic: string; partition: number; nextOffset: number }[] {

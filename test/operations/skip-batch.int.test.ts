@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { describe, expect, inject, it } from 'vitest';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { freePort } from '../../tools/local-kafka.js';
-import { runServiceCommand } from '../../tools/harness.js';
+import { runServiceCommand, spawnServiceCommand } from '../../tools/harness.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
 import {
@@ -105,5 +105,60 @@ describe('skip-batch', () => {
     ]);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
+
+    // A rebuild replays the partition from its start: it moves past the skipped batch by itself, and
+    // skip-batch reaches it while it waits at a batch nobody has skipped yet.
+    kcat(
+      topics.orders,
+      0,
+      [`5\t${order(5).replace(/}$/, `${' '.repeat(8 * 1024 * 1024)}}`)}`, `6\t${order(6)}`],
+      ['batch.size=100000000', 'linger.ms=200'],
+    );
+    kcat(topics.orders, 0, [`7\t${order(7)}`]);
+    const rebuild = spawnServiceCommand(['rebuild', '--no-promote'], env, ['ignore', 'pipe', 'pipe']);
+    let rebuildOutput = '';
+    rebuild.stdout?.on('data', (chunk: Buffer) => (rebuildOutput += chunk.toString()));
+    rebuild.stderr?.on('data', (chunk: Buffer) => (rebuildOutput += chunk.toString()));
+    const rebuilt = new Promise<number | null>((resolveExit) => rebuild.on('exit', resolveExit));
+    try {
+      await waitUntil('the rebuild waits at the batch nobody has skipped', () =>
+        /"offset":4,"lastOffset":5,.*a record batch cannot be read/.test(rebuildOutput),
+      ).catch((error: unknown) => {
+        throw new Error(`${String(error)}; the rebuild wrote:\n${rebuildOutput}`);
+      });
+      expect(rebuildOutput).toMatch(/moving past a record batch an operator skipped/);
+      await runServiceCommand(
+        ['skip-batch', '--topic', topics.orders, '--partition', '0', '--through', '5', '--reason', 'again'],
+        env,
+      );
+      expect(await Promise.race([rebuilt, new Promise((r) => setTimeout(() => r('waiting'), 30_000))])).toBe(
+        0,
+      );
+    } finally {
+      rebuild.kill('SIGKILL');
+    }
+    const built = /into (\S+\.sqlite);/.exec(rebuildOutput);
+    if (built === null) throw new Error(`the rebuild named no file:\n${rebuildOutput}`);
+    const rebuiltDb = new Database(built[1] ?? '', { readonly: true });
+    const rebuiltOrders = rebuiltDb.prepare(`SELECT order_id FROM orders ORDER BY order_id`).pluck().all();
+    const rebuiltLetters = rebuiltDb
+      .prepare(`SELECT "offset", reason, detail FROM dead_letters ORDER BY "offset"`)
+      .all();
+    rebuiltDb.close();
+    expect(rebuiltOrders).toEqual([1, 4, 7]);
+    expect(rebuiltLetters).toEqual([
+      {
+        offset: 1,
+        reason: 'skipped_by_operator',
+        detail: expect.stringMatching(
+          /^offsets 1–2 skipped by \S+: a producer bug padded a batch$/,
+        ) as unknown,
+      },
+      {
+        offset: 4,
+        reason: 'skipped_by_operator',
+        detail: expect.stringMatching(/^offsets 4–5 skipped by \S+: again$/) as unknown,
+      },
+    ]);
   });
 });

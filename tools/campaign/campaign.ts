@@ -170,13 +170,11 @@ class Campaign {
       kill: running > 0 ? 2 : 0,
       term: running > 0 ? 1 : 0,
       start: down > 0 ? 5 : 0,
-      // A rebuild replays the topics and waits at a batch an operator skipped (a known limit, README):
-      // once one was published, nothing that rebuilds is drawn.
-      rebuild: up && this.skipped === 0 ? 1.5 : 0,
-      rebuildNoPromote: up && this.skipped === 0 ? 0.5 : 0,
-      rebuildKilled: up && this.skipped === 0 ? 0.7 : 0,
-      restartWhileProposed: up && running > 0 && this.skipped === 0 ? 0.7 : 0,
-      versionChange: running > 0 && this.skipped === 0 ? 0.7 : 0,
+      rebuild: up ? 1.5 : 0,
+      rebuildNoPromote: up ? 0.5 : 0,
+      rebuildKilled: up ? 0.7 : 0,
+      restartWhileProposed: up && running > 0 ? 0.7 : 0,
+      versionChange: running > 0 ? 0.7 : 0,
       hostileBatch: up && running === this.replicas.length && this.skipped < 2 ? 0.3 : 0,
       snapshot: 0.6,
       freezeBroker: up ? 0.7 : 0,
