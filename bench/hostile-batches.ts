@@ -1,7 +1,9 @@
 /**
  * Hostile batches from outside (issue "Hostile batches"): the built service (`npm start`) against a
  * broker of its own, fed zstd batches of a few KB that inflate to 100 MB, 700 MB and 1 GB (sent by
- * kafkajs with the zstd codec: kcat reads lines that long too slowly; kafkajs's encoder stops short of 1.5 GB), and one kcat batch of 200 000
+ * kafkajs with the zstd codec: kcat reads lines that long too slowly; kafkajs's encoder stops short of
+ * 1.5 GB), one of four 1 GiB records (4 GiB, its records compressed as a stream and handed to
+ * kafkajs as the batch's compressed records), and one kcat batch of 200 000
  * small records. After them, ordinary events on other partitions and a revocation: how long
  * until they answer, the service's peak RSS (VmHWM), and what the operator sees.
  *
@@ -12,7 +14,9 @@ import { kcatProduce } from '../tools/kcat.js';
 import { createWriteStream, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CompressionTypes, Kafka, logLevel } from 'kafkajs';
+import { once } from 'node:events';
+import { createZstdCompress } from 'node:zlib';
+import kafkajs from 'kafkajs';
 import type { DomainEvent } from '../schemas/events.js';
 import { messageKeyOf, topicRoleOf } from '../src/consumer/publish.js';
 import { sha256Hex } from '../src/http/auth.js';
@@ -27,6 +31,8 @@ import {
 } from '../tools/harness.js';
 import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafka.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
+
+const { CompressionCodecs, CompressionTypes, Kafka, logLevel } = kafkajs;
 
 const MB = 1024 * 1024;
 const at = (s: number): string => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString();
@@ -50,6 +56,62 @@ const key = (org: number): DomainEvent => ({
   occurred_at: at(0),
   data: { key_id: `key-${org}`, organization_id: org, key_sha256: sha256Hex(`raw-key-${org}`) },
 });
+
+/** Kafka's zigzag varint. */
+function varint(n: number): Buffer {
+  let v = BigInt(n) >= 0n ? BigInt(n) << 1n : (-BigInt(n) << 1n) - 1n;
+  const bytes: number[] = [];
+  while (v >= 0x80n) {
+    bytes.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  bytes.push(Number(v));
+  return Buffer.from(bytes);
+}
+
+/**
+ * One zstd frame of `count` Kafka records (format v2), each value an event padded with spaces to
+ * `valueBytes`: streamed through the compressor, so a frame that inflates to gigabytes costs a few
+ * MB of memory to make.
+ */
+async function zstdRecords(
+  count: number,
+  valueBytes: number,
+  event: (i: number) => DomainEvent,
+): Promise<Buffer> {
+  const spaces = Buffer.alloc(16 * MB, ' ');
+  const compress = createZstdCompress();
+  const out: Buffer[] = [];
+  compress.on('data', (chunk: Buffer) => out.push(chunk));
+  const done = new Promise<void>((resolve, reject) => {
+    compress.on('end', resolve);
+    compress.on('error', reject);
+  });
+  const write = async (chunk: Buffer): Promise<void> => {
+    if (!compress.write(chunk)) await once(compress, 'drain');
+  };
+  for (let i = 0; i < count; i += 1) {
+    const json = Buffer.from(JSON.stringify(event(i)));
+    const key = Buffer.from(String(i));
+    const head = Buffer.concat([
+      Buffer.from([0]), // attributes
+      varint(0), // timestamp delta
+      varint(i), // offset delta
+      varint(key.length),
+      key,
+      varint(valueBytes),
+    ]);
+    const tail = varint(0); // no headers
+    await write(Buffer.concat([varint(head.length + valueBytes + tail.length), head, json.subarray(0, -1)]));
+    for (let left = valueBytes - json.length; left > 0; left -= spaces.length) {
+      await write(left >= spaces.length ? spaces : spaces.subarray(0, left));
+    }
+    await write(Buffer.concat([Buffer.from('}'), tail]));
+  }
+  compress.end();
+  await done;
+  return Buffer.concat(out);
+}
 
 function vmHwmMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -131,6 +193,28 @@ async function main(): Promise<void> {
     await padded('zstd inflating to 100 MB', topics.orders, 100, 100 * MB);
     await padded('zstd inflating to 700 MB', topics.orderStatus, 101, 700 * MB);
     await padded('zstd inflating to 1 GB', topics.articles, 102, 1_000_000_000);
+    {
+      // 4 GB is past what kafkajs encodes (and past one record's int32 length): four orders of 1 GiB
+      // each, encoded as Kafka records and compressed as one zstd stream, never held whole in memory.
+      const started = Date.now();
+      const frame = await zstdRecords(4, 1024 * MB, (i) => order(200 + i));
+      const codecs = CompressionCodecs as Record<number, () => unknown>;
+      const zstd = codecs[CompressionTypes.ZSTD];
+      // The batch header states four records; its records are the prepared frame.
+      codecs[CompressionTypes.ZSTD] = () => ({ compress: () => Promise.resolve(frame) });
+      try {
+        await producer.send({
+          topic: topics.articles,
+          compression: CompressionTypes.ZSTD,
+          messages: [0, 1, 2, 3].map((i) => ({ key: String(200 + i), value: '', partition: 1 })),
+        });
+      } finally {
+        if (zstd !== undefined) codecs[CompressionTypes.ZSTD] = zstd;
+      }
+      console.log(
+        `zstd inflating to 4 GiB (${frame.length} bytes compressed, four records of 1 GiB): published to ${topics.articles}[1] in ${Date.now() - started} ms`,
+      );
+    }
     {
       const file = join(dir, 'input.txt');
       const out = createWriteStream(file);
