@@ -1,5 +1,10 @@
 import js from '@eslint/js';
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
+import { importX } from 'eslint-plugin-import-x';
 import tseslint from 'typescript-eslint';
+
+/** What src/ never imports, whatever the folder. */
+const srcOutside = ['tools', 'test', 'bench', 'scripts'];
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'coverage/**', '.kafka-local/**', 'dist/**'] },
@@ -19,14 +24,61 @@ export default tseslint.config(
       '@typescript-eslint/no-confusing-void-expression': ['error', { ignoreArrowShorthand: true }],
     },
   },
-  // Dependencies point one way (README, "Layout"): schemas <- projections <- src <- tools <- test, bench.
-  // (test/ may import bench/: its smoke test runs the benchmarks in miniature.)
-  ...layerRules([
-    { files: ['schemas/**/*.ts'], forbidden: ['projections', 'src', 'tools', 'test', 'bench', 'scripts'] },
-    { files: ['projections/**/*.ts'], forbidden: ['src', 'tools', 'test', 'bench', 'scripts'] },
-    { files: ['src/**/*.ts'], forbidden: ['tools', 'test', 'bench', 'scripts'] },
-    { files: ['tools/**/*.ts', 'scripts/**/*.ts'], forbidden: ['test', 'bench'] },
+  // Dependencies point one way (README, "Layout"): schemas <- projections <- src <- tools <- test, bench
+  // (test/ may import bench/: its smoke test runs the benchmarks in miniature), and inside src/ as
+  // well: kafka <- read-model <- consumer <- lifecycle <- service; http reads the model and the
+  // lifecycle's health, never a consumer or the broker. kafkajs is imported by its adapter only,
+  // better-sqlite3 by the read-model store only, and a projection touches no Node.js API.
+  ...boundaryRules([
+    {
+      files: ['schemas/**/*.ts'],
+      folders: ['projections', 'src', 'tools', 'test', 'bench', 'scripts'],
+      node: true,
+    },
+    { files: ['projections/**/*.ts'], folders: ['src', 'tools', 'test', 'bench', 'scripts'], node: true },
+    { files: ['src/**/*.ts'], folders: srcOutside, packages: ['kafkajs', 'better-sqlite3'] },
+    {
+      files: ['src/kafka/**/*.ts'],
+      folders: [...srcOutside, 'read-model', 'consumer', 'lifecycle', 'http', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+    },
+    {
+      files: ['src/kafka/kafkajs-adapter.ts'],
+      folders: [...srcOutside, 'read-model', 'consumer', 'lifecycle', 'http', 'cli'],
+      packages: ['better-sqlite3'],
+    },
+    {
+      files: ['src/read-model/**/*.ts'],
+      folders: [...srcOutside, 'consumer', 'lifecycle', 'http', 'cli'],
+      packages: ['kafkajs'],
+    },
+    {
+      files: ['src/consumer/**/*.ts'],
+      folders: [...srcOutside, 'lifecycle', 'http', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+    },
+    {
+      files: ['src/lifecycle/**/*.ts'],
+      folders: [...srcOutside, 'http', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+    },
+    {
+      files: ['src/http/**/*.ts'],
+      folders: [...srcOutside, 'consumer', 'kafka', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+    },
+    { files: ['tools/**/*.ts', 'scripts/**/*.ts'], folders: ['test', 'bench'] },
   ]),
+  {
+    // No import cycle anywhere, between files or (with the layers above) between folders.
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: {
+      'import-x/parsers': { '@typescript-eslint/parser': ['.ts'] },
+      'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })],
+    },
+    rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
   {
     // Tests index into fixtures they just built; a failed assertion is the better error there.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
@@ -50,18 +102,36 @@ export default tseslint.config(
   },
 );
 
-/** One `no-restricted-imports` rule per layer: imports of the folders it must not depend on fail lint. */
-function layerRules(layers) {
-  return layers.map(({ files, forbidden }) => ({
+/**
+ * One `no-restricted-imports` rule per group of files: imports of the folders (`folders`), the
+ * packages (`packages`) or Node.js's own modules (`node`) it must not depend on fail lint. A later
+ * group replaces an earlier one for the files both match, so each states all of its limits.
+ */
+function boundaryRules(groups) {
+  return groups.map(({ files, folders, packages = [], node = false }) => ({
     files,
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          patterns: forbidden.map((folder) => ({
-            regex: `^(\\.\\./)+${folder}/`,
-            message: `this folder may not import ${folder}/ (README, "Layout")`,
+          paths: packages.map((name) => ({
+            name,
+            message: `${name} is imported in one place only (README, "Layout")`,
           })),
+          patterns: [
+            ...folders.map((folder) => ({
+              regex: `^(\\.\\./)+${folder}/`,
+              message: `this folder may not import ${folder}/ (README, "Layout")`,
+            })),
+            ...(node
+              ? [
+                  {
+                    regex: '^node:',
+                    message: 'a projection or schema touches no Node.js API (README, "Layout")',
+                  },
+                ]
+              : []),
+          ],
         },
       ],
     },

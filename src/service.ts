@@ -6,14 +6,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
 import { startKeysWatch } from './consumer/keys-watch.js';
-import { newRequestCounter } from './consumer/pacing.js';
+import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { kafkaPortOf } from './kafka/client.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './lifecycle/clock.js';
-import type { RunningProjector } from './lifecycle/projector-handle.js';
+import type { RunningProjector } from './consumer/projector-handle.js';
 import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-lifecycle.js';
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';

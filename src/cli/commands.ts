@@ -8,11 +8,11 @@ import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
 import { sha256Hex } from '../http/auth.js';
 import { kafkaPortOf } from '../kafka/client.js';
-import type { KafkaPort } from '../kafka/port.js';
+import { type KafkaPort, offsetKey } from '../kafka/port.js';
 import { lagOf } from '../lifecycle/readiness.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
-import { offsetKey, ReadModelWriter } from '../read-model/writer.js';
+import { ReadModelWriter } from '../read-model/writer.js';
 import { ModelFiles } from '../read-model/files.js';
 import { progressReporter } from './progress.js';
 

@@ -12,24 +12,10 @@ import {
 } from '../../schemas/events.js';
 import { z } from 'zod';
 import type { RawMessage } from '../kafka/port.js';
-
-export type DeadLetterReason =
-  | 'empty_value'
-  | 'invalid_utf8'
-  | 'invalid_json'
-  | 'invalid_envelope'
-  | 'unknown_type'
-  | 'wrong_topic'
-  | 'invalid_payload'
-  | 'too_large'
-  /** not a message's fault: offsets an operator moved past (`skip-batch`) */
-  | 'skipped_by_operator';
+import type { Decoded, DecodedMessage } from '../read-model/decoded.js';
 
 /** One message's value beyond this is not decoded (MESSAGE_MAX_BYTES). */
 export const defaultMessageMaxBytes = 1024 * 1024;
-
-export type Decoded =
-  { ok: true; event: DomainEvent } | { ok: false; reason: DeadLetterReason; detail: string };
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -38,11 +24,6 @@ function describeIssues(error: z.ZodError, under: PropertyKey[] = []): string {
     .slice(0, 5)
     .map((issue) => `${[...under, ...issue.path].map(String).join('.') || '(root)'}: ${issue.message}`)
     .join('; ');
-}
-
-/** A message as it left the Kafka port, with what its bytes decoded to. */
-export interface DecodedMessage extends RawMessage {
-  decoded: Decoded;
 }
 
 /** The edge of the Kafka port: a batch's bytes become typed events or dead letters, once. */

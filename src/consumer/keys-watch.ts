@@ -5,11 +5,11 @@
  * topic is small, and its batches cost the event loop next to nothing.
  */
 import { roleOfTopic } from '../config.js';
-import type { Consumption, KafkaPort } from '../kafka/port.js';
+import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { ReadModelReader } from '../read-model/reader.js';
-import { offsetKey, ReadModelWriter } from '../read-model/writer.js';
+import { ReadModelWriter } from '../read-model/writer.js';
 import type { TopicRole } from '../../schemas/events.js';
 import { decodeBatch } from './decode.js';
 

@@ -2,10 +2,10 @@
 import { Worker } from 'node:worker_threads';
 import type { TopicRole } from '../../schemas/events.js';
 import type { ServiceConfig } from '../config.js';
-import type { UnreadableBatch } from '../kafka/port.js';
-import type { ProjectorSpec, RunningProjector } from '../lifecycle/projector-handle.js';
+import { type UnreadableBatch, offsetKey } from '../kafka/port.js';
+import type { ProjectorSpec, RunningProjector } from './projector-handle.js';
 import type { Logger } from '../logger.js';
-import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
+import { type BatchOutcome } from '../read-model/writer.js';
 
 export interface ProjectorWorkerData {
   file: string;

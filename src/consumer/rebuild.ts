@@ -7,12 +7,12 @@
 import type { TopicRole } from '../../schemas/events.js';
 import { joinPartSql } from '../../projections/orders/sql.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
-import type { Consumption, KafkaPort } from '../kafka/port.js';
+import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openBuildFile, type ReadModelDatabase } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
-import { offsetKey, ReadModelWriter } from '../read-model/writer.js';
-import { newGiveWayFlag, newRequestCounter } from './pacing.js';
+import { ReadModelWriter } from '../read-model/writer.js';
+import { newGiveWayFlag, newRequestCounter } from '../shared-flags.js';
 import { runProjection } from './projector.js';
 import { startProjectorThread, type ProjectorThread } from './projector-thread.js';
 

@@ -86,3 +86,16 @@ export interface KafkaPort {
   deleteGroup(groupId: string): Promise<void>;
   close(): Promise<void>;
 }
+
+/** The key of a partition in position maps (`Positions`). */
+export function offsetKey(topic: string, partition: number): string {
+  return `${partition}:${topic}`;
+}
+
+export function splitOffsetKey(key: string): [string, number] {
+  const colon = key.indexOf(':');
+  return [key.slice(colon + 1), Number(key.slice(0, colon))];
+}
+
+/** The next offset to read per partition, keyed by `offsetKey`. */
+export type Positions = ReadonlyMap<string, number>;

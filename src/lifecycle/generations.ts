@@ -4,13 +4,11 @@
  * every partition.
  */
 import { writeSql } from '../../projections/orders/sql.js';
-import { newGiveWayFlag } from '../consumer/pacing.js';
+import { newGiveWayFlag } from '../shared-flags.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
 import { ReadModelReader } from '../read-model/reader.js';
-import { offsetKey } from '../read-model/writer.js';
 import type { Supervisor } from './supervisor.js';
-
-export type Positions = ReadonlyMap<string, number>;
+import { offsetKey, type Positions } from '../kafka/port.js';
 
 /** True when `candidate` has reached `served` on every partition `served` has read (of `topic` only, if given). */
 export function hasReached(candidate: Positions, served: Positions, topic?: string): boolean {

@@ -7,24 +7,17 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { TopicRole } from '../../schemas/events.js';
-import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
+import { type PartitionEnds, type UnreadableBatch, offsetKey, type Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { RebuildLocked, type ModelFiles } from '../read-model/files.js';
 import type { ApiReads } from '../read-model/reader.js';
-import { offsetKey, type BatchOutcome } from '../read-model/writer.js';
+import { type BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
-import {
-  distanceTo,
-  hasReached,
-  openGeneration,
-  positionsOf,
-  type Generation,
-  type Positions,
-} from './generations.js';
+import { distanceTo, hasReached, openGeneration, positionsOf, type Generation } from './generations.js';
 import type { KeysWatch } from '../consumer/keys-watch.js';
-import { givesWay, setGiveWay } from '../consumer/pacing.js';
-import type { StartProjector } from './projector-handle.js';
+import { givesWay, setGiveWay } from '../shared-flags.js';
+import type { StartProjector } from '../consumer/projector-handle.js';
 import { lagOf, readiness, totalLag, type LagSnapshot, type PartitionLag } from './readiness.js';
 import { serviceState, ServiceStateMachine, type ServiceState } from './state.js';
 import { Supervisor, type Backoff, type RestartReason, type SupervisorStatus } from './supervisor.js';

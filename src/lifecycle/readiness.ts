@@ -3,8 +3,7 @@
  * `/readyz` answers 200 only when the served model is of this code's projection version, its
  * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
  */
-import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
-import { offsetKey } from '../read-model/writer.js';
+import { type PartitionEnds, type UnreadableBatch, offsetKey } from '../kafka/port.js';
 import type { ServiceState } from './state.js';
 import type { SupervisorStatus } from './supervisor.js';
 

@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, openSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { PROJECTION_VERSION, schemaSql } from '../../projections/orders/schema.js';
+import { PROJECTION_VERSION, schemaSqlFile } from '../../projections/orders/schema.js';
 
 export type ReadModelDatabase = Database.Database;
 
@@ -70,7 +70,7 @@ function createOrCheck(db: ReadModelDatabase, file: string): void {
     return;
   }
   db.transaction(() => {
-    db.exec(schemaSql());
+    db.exec(readFileSync(schemaSqlFile, 'utf8'));
     db.prepare(`INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`).run(
       String(PROJECTION_VERSION),
     );

@@ -28,8 +28,8 @@ import {
   writeSql,
 } from '../../projections/orders/sql.js';
 import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js';
-import type { DeadLetterReason, DecodedMessage } from '../consumer/decode.js';
-import type { RawMessage } from '../kafka/port.js';
+import type { DeadLetterReason, DecodedMessage } from './decoded.js';
+import { offsetKey, splitOffsetKey, type RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
 import type { OperatorSkip } from './files.js';
 
@@ -505,14 +505,4 @@ function entry<K, R>(rows: Map<K, BatchRow<R>>, id: K): BatchRow<R> {
   if (found !== undefined) return found;
   // evolve only changes rows it was given through `order`/`article`/`apiKey`, all read beforehand
   throw new Error(`a change to a row the batch did not read: ${String(id)}`);
-}
-
-/** The key of a partition in offset maps. */
-export function offsetKey(topic: string, partition: number): string {
-  return `${partition}:${topic}`;
-}
-
-function splitOffsetKey(key: string): [string, number] {
-  const colon = key.indexOf(':');
-  return [key.slice(colon + 1), Number(key.slice(0, colon))];
 }

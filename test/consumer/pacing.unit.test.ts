@@ -1,12 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  countRequest,
-  newGiveWayFlag,
-  newRequestCounter,
-  Pacer,
-  pause,
-  setGiveWay,
-} from '../../src/consumer/pacing.js';
+import { Pacer, pause } from '../../src/consumer/pacing.js';
+import { countRequest, newGiveWayFlag, newRequestCounter, setGiveWay } from '../../src/shared-flags.js';
 
 describe('pacing a projector that gives way to requests', () => {
   const options = { share: 0.25, maxPauseMs: 200 };

@@ -2,11 +2,11 @@
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/consumer/projector.js';
-import type { KafkaPort } from '../../src/kafka/port.js';
-import type { RunningProjector, StartProjector } from '../../src/lifecycle/projector-handle.js';
+import { type KafkaPort, offsetKey } from '../../src/kafka/port.js';
+import type { RunningProjector, StartProjector } from '../../src/consumer/projector-handle.js';
 import type { Logger } from '../../src/logger.js';
 import { openReadModel } from '../../src/read-model/database.js';
-import { offsetKey, ReadModelWriter } from '../../src/read-model/writer.js';
+import { ReadModelWriter } from '../../src/read-model/writer.js';
 
 export function inProcessProjectors(
   port: KafkaPort,

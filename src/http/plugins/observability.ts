@@ -1,7 +1,7 @@
 /** Request ids (a caller's `X-Request-Id` kept when sane, else a UUID; echoed on every answer) and request metrics. */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { countRequest } from '../../consumer/pacing.js';
+import { countRequest } from '../../shared-flags.js';
 import type { ServiceMetrics } from '../../metrics.js';
 
 export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
