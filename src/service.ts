@@ -18,6 +18,7 @@ import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-li
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
+import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
 
 export type { HealthReport };
 
@@ -40,6 +41,22 @@ export class MissingTopicsError extends Error {
 const proposalPollMs = 1000;
 
 export async function startService(config: ServiceConfig, logger: Logger): Promise<RunningService> {
+  const files = new ModelFiles(config.dataDir);
+  const servingLock = takeServingLock(config.dataDir);
+  try {
+    return await startServing(config, logger, files, servingLock);
+  } catch (error) {
+    servingLock.release();
+    throw error;
+  }
+}
+
+async function startServing(
+  config: ServiceConfig,
+  logger: Logger,
+  files: ModelFiles,
+  servingLock: ServingLock,
+): Promise<RunningService> {
   const kafka = kafkaPortOf(config, logger);
   try {
     await assertTopicsExist(kafka, Object.values(config.topics));
@@ -58,7 +75,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   let lifecycle: ReadModelLifecycle | null = null;
   const metrics = new ServiceMetrics(() => lifecycle?.servedFile() ?? null);
   lifecycle = new ReadModelLifecycle({
-    files: new ModelFiles(config.dataDir),
+    files,
     topics: config.topics,
     groupId: config.kafka.groupId,
     clock: systemClock,
@@ -119,6 +136,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
       await admin.close();
       await running.stop();
       await kafka.close();
+      servingLock.release();
     },
   };
 }
