@@ -49,6 +49,12 @@ export interface CampaignReport {
   poison: number;
 }
 
+interface SkippedBatch {
+  topic: string;
+  partition: number;
+  through: number;
+}
+
 type Operation =
   | 'publish'
   | 'poison'
@@ -91,6 +97,8 @@ class Campaign {
   private txCount = 0;
   /** inflating batches published (each skipped by the operator on every replica) */
   private skipped = 0;
+  /** the inflating batches skipped, each with its last offset: a new replica is told them too */
+  private readonly skippedBatches: SkippedBatch[] = [];
 
   constructor(
     private readonly options: CampaignOptions,
@@ -281,13 +289,19 @@ class Campaign {
         if (!taken) return `snapshot of ${from.name}: refused`;
         await to.wipe();
         this.memories.delete(to);
-        await to
-          .command(['snapshot', '--restore', file])
-          .catch((error: unknown) => this.log(`restore: ${String(error)}`));
+        const restored = await to.command(['snapshot', '--restore', file]).then(
+          () => true,
+          (error: unknown) => (this.log(`restore: ${String(error)}`), false),
+        );
         rmSync(file, { force: true });
+        // A new replica replays the topics and meets the batches skipped elsewhere: the operator
+        // skips them there too, as the runbook says (a restored snapshot brings its own skips).
+        if (!restored) for (const batch of this.skippedBatches) await this.skipBatch(to, batch);
         to.start();
-        this.count('snapshot restored into a new replica');
-        return `snapshot of ${from.name} restored into a new ${to.name}`;
+        this.count(restored ? 'snapshot restored into a new replica' : 'new empty replica');
+        return restored
+          ? `snapshot of ${from.name} restored into a new ${to.name}`
+          : `snapshot of ${from.name} refused; a new empty ${to.name}, told the skipped batches`;
       }
       case 'freezeBroker':
         this.broker.freeze();
@@ -321,6 +335,7 @@ class Campaign {
         kcatProduce({ brokers: this.broker.brokers, topic, partition, lines: [line] });
         this.skipped += 1;
         this.count('inflating batch skipped by the operator');
+        let first: SkippedBatch | null = null;
         for (const replica of this.replicas) {
           const through = await this.reportedBatchEnd(replica, topic, partition, offsetOfBatch);
           if (through === null) {
@@ -331,17 +346,11 @@ class Campaign {
             );
             continue;
           }
-          await replica.command([
-            'skip-batch',
-            '--topic',
-            topic,
-            '--partition',
-            String(partition),
-            '--through',
-            String(through),
-            '--reason',
-            'campaign: an inflating batch',
-          ]);
+          if (first === null) {
+            first = { topic, partition, through };
+            this.skippedBatches.push(first);
+          }
+          await this.skipBatch(replica, { topic, partition, through });
         }
         return `inflating zstd batch on ${topic}[${partition}], skipped by the operator on every replica`;
       }
@@ -351,6 +360,21 @@ class Campaign {
         return `pause ${ms} ms`;
       }
     }
+  }
+
+  /** The operator's `skip-batch` for one batch on one replica. */
+  private async skipBatch(replica: Replica, batch: SkippedBatch): Promise<void> {
+    await replica.command([
+      'skip-batch',
+      '--topic',
+      batch.topic,
+      '--partition',
+      String(batch.partition),
+      '--through',
+      String(batch.through),
+      '--reason',
+      'campaign: an inflating batch',
+    ]);
   }
 
   /** The offset the next message published to a partition gets. */
