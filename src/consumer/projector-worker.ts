@@ -14,7 +14,7 @@ import { openBuildFile, openReadModel } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause } from './pacing.js';
-import { runProjection } from './projector.js';
+import { runProjectionKeysApart } from './projector.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
 const { file, groupId, config, requests, giveWay, part } = workerData as ProjectorWorkerData;
@@ -52,7 +52,9 @@ const pacer = new Pacer(requests, giveWay, {
   share: config.rebuild.workShare,
   maxPauseMs,
 });
-const starting: Promise<Consumption> = runProjection({
+// The served model and a candidate read the keys apart (`runProjectionKeysApart`); a rebuild's thread
+// reads the topics of its part only.
+const starting: Promise<Consumption> = runProjectionKeysApart({
   port: kafka,
   groupId,
   topics: config.topics,

@@ -102,6 +102,45 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
   });
 }
 
+/**
+ * The same projection with the keys topic read by a consumer of its own (group `<groupId>.keys`),
+ * so that no batch of another topic shares a fetch with the keys: a fetch of orders or articles,
+ * however heavy to decode, never holds back an issue or a revocation. Both write the one model
+ * (each batch is one synchronous transaction); the keys are never paced. One consumption to the
+ * caller: it fails when either fails, and pauses and stops both.
+ */
+export async function runProjectionKeysApart(options: ProjectionOptions): Promise<Consumption> {
+  const roles = (options.roles ?? (Object.keys(options.topics) as TopicRole[])).filter(
+    (r) => r !== 'apiKeys',
+  );
+  if (roles.length === (options.roles ?? Object.keys(options.topics)).length) return runProjection(options);
+  const started = await Promise.allSettled([
+    runProjection({ ...unpaced(options), groupId: `${options.groupId}.keys`, roles: ['apiKeys'] }),
+    runProjection({ ...options, roles }),
+  ]);
+  const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const refused = started.find((s) => s.status === 'rejected');
+  if (refused !== undefined) {
+    await Promise.all(running.map((c) => c.stop().catch(() => undefined)));
+    throw refused.reason;
+  }
+  return {
+    failed: Promise.race(running.map((c) => c.failed)),
+    pause: () => {
+      for (const c of running) c.pause();
+    },
+    stop: async () => {
+      await Promise.all(running.map((c) => c.stop()));
+    },
+  };
+}
+
+function unpaced(options: ProjectionOptions): ProjectionOptions {
+  const copy = { ...options };
+  delete copy.afterBatch;
+  return copy;
+}
+
 /** The skips operators have recorded; an unreadable record of them is logged and counts as none. */
 function recordedSkips(options: ProjectionOptions): readonly OperatorSkip[] {
   try {
