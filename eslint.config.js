@@ -24,7 +24,19 @@ export default tseslint.config(
   ...layerRules([
     { files: ['schemas/**/*.ts'], forbidden: ['projections', 'src', 'tools', 'test', 'bench', 'scripts'] },
     { files: ['projections/**/*.ts'], forbidden: ['src', 'tools', 'test', 'bench', 'scripts'] },
-    { files: ['src/**/*.ts'], forbidden: ['tools', 'test', 'bench', 'scripts'] },
+    {
+      files: ['src/**/*.ts'],
+      forbidden: ['tools', 'test', 'bench', 'scripts'],
+      // OpenTelemetry is loaded only when tracing is on: one module imports it, and only by import().
+      extra: [
+        { group: ['@opentelemetry/*'], message: 'only src/tracing/otel.ts imports OpenTelemetry' },
+        {
+          regex: '(^|/)tracing/otel\\.js$',
+          message: 'load tracing/otel.ts with startTracing (tracing/tracing.ts), never statically',
+        },
+      ],
+    },
+    { files: ['src/tracing/otel.ts'], forbidden: ['tools', 'test', 'bench', 'scripts'] },
     { files: ['tools/**/*.ts', 'scripts/**/*.ts'], forbidden: ['test', 'bench'] },
   ]),
   {
@@ -52,16 +64,19 @@ export default tseslint.config(
 
 /** One `no-restricted-imports` rule per layer: imports of the folders it must not depend on fail lint. */
 function layerRules(layers) {
-  return layers.map(({ files, forbidden }) => ({
+  return layers.map(({ files, forbidden, extra = [] }) => ({
     files,
     rules: {
       'no-restricted-imports': [
         'error',
         {
-          patterns: forbidden.map((folder) => ({
-            regex: `^(\\.\\./)+${folder}/`,
-            message: `this folder may not import ${folder}/ (README, "Layout")`,
-          })),
+          patterns: [
+            ...forbidden.map((folder) => ({
+              regex: `^(\\.\\./)+${folder}/`,
+              message: `this folder may not import ${folder}/ (README, "Layout")`,
+            })),
+            ...extra,
+          ],
         },
       ],
     },

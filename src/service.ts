@@ -18,6 +18,7 @@ import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-li
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
+import { startTracing } from './tracing/tracing.js';
 
 export type { HealthReport };
 
@@ -53,6 +54,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
   }
 
+  const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
   // Counted by the API, read by projectors that give way to requests (candidates catching up).
   const requests = newRequestCounter();
   let lifecycle: ReadModelLifecycle | null = null;
@@ -66,7 +68,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     readyMaxLag: config.health.readyMaxLag,
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
-    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests }),
+    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
     startKeysWatch: (groupId) => startKeysWatch({ port: kafka, topics: config.topics, groupId, logger }),
     events: metrics.lifecycleEvents(),
   });
@@ -79,6 +81,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
     metrics,
     rateLimit: config.rateLimit,
     requests,
+    tracing,
   });
   const admin = await buildAdminApp({ health: () => running.health(), metrics, logger });
   await app.listen({ host: config.http.host, port: config.http.port });
@@ -119,6 +122,8 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
       await admin.close();
       await running.stop();
       await kafka.close();
+      // after the projectors: their last batches' spans are among those exported
+      await tracing?.shutdown();
     },
   };
 }

@@ -58,7 +58,7 @@ const starting: Promise<Consumption> = runProjection({
   writer,
   logger,
   maxMessageBytes: config.limits.messageBytes,
-  onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
+  onBatch: (batch) => post({ type: 'batch', ...batch }),
   onUnreadable: (batch) => {
     if (writer.movedOnInFile(batch.topic, batch.partition, batch.offset)) {
       // skip-batch moved the partition past this batch: start again from the stored positions.

@@ -11,6 +11,18 @@ import type { Logger } from '../logger.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
 
+/** An applied batch: where it was, what it did, and when (epoch milliseconds, for its span). */
+export interface AppliedBatchFacts {
+  topic: string;
+  partition: number;
+  outcome: BatchOutcome;
+  firstOffset?: number;
+  lastOffset?: number;
+  messages: number;
+  startedAt: number;
+  endedAt: number;
+}
+
 export interface ProjectionOptions {
   port: Pick<KafkaPort, 'consume'>;
   groupId: string;
@@ -19,7 +31,7 @@ export interface ProjectionOptions {
   roles?: readonly TopicRole[];
   writer: ReadModelWriter;
   logger: Logger;
-  onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
+  onBatch?: (batch: AppliedBatchFacts) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
   /** a message's value beyond this is dead-lettered as too_large (default `defaultMessageMaxBytes`) */
   maxMessageBytes?: number;
@@ -65,7 +77,18 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
         );
       }
       if (outcome.nextOffset !== null) {
-        options.onBatch?.({ topic: batch.topic, partition: batch.partition, outcome });
+        const first = batch.messages[0];
+        const last = batch.messages.at(-1);
+        options.onBatch?.({
+          topic: batch.topic,
+          partition: batch.partition,
+          outcome,
+          ...(first === undefined ? {} : { firstOffset: Number(first.offset) }),
+          ...(last === undefined ? {} : { lastOffset: Number(last.offset) }),
+          messages: batch.messages.length,
+          startedAt: performance.timeOrigin + startedAt,
+          endedAt: performance.timeOrigin + performance.now(),
+        });
       }
       // A batch of only transaction markers comes from an event nobody waits for: no pacing there.
       return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);
