@@ -62,7 +62,7 @@ export function startProjectorThread(
     logger: Logger;
     requests: Int32Array;
     part?: RebuildPart;
-    /** each applied batch becomes a span (recorded in this thread: `tracing/otel.ts`) */
+    /** each applied batch becomes a span, recorded here in the main thread from what the thread posts (`tracing/otel.ts`) */
     tracing?: Tracing | undefined;
   },
 ): Promise<ProjectorThread> {

@@ -38,3 +38,12 @@ declare module '@elastic/mockotlpserver' {
     }[];
   };
 }
+
+/** The receiver's protobuf definitions (OpenTelemetry's .proto files, loaded by protobufjs). */
+declare module '@elastic/mockotlpserver/lib/proto.js' {
+  export function getProtoRoot(): {
+    lookupType(name: string): {
+      decode(buffer: Uint8Array): { resourceSpans: { scopeSpans: { spans: unknown[] }[] }[] };
+    };
+  };
+}
