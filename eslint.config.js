@@ -6,6 +6,15 @@ import tseslint from 'typescript-eslint';
 /** What src/ never imports, whatever the folder. */
 const srcOutside = ['tools', 'test', 'bench', 'scripts'];
 
+// OpenTelemetry is loaded only when tracing is on: one module imports it, and only by import().
+const otelLoadedLazily = [
+  { group: ['@opentelemetry/*'], message: 'only src/tracing/otel.ts imports OpenTelemetry' },
+  {
+    regex: '(^|/)tracing/otel\\.js$',
+    message: 'load tracing/otel.ts with startTracing (tracing/tracing.ts), never statically',
+  },
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'coverage/**', '.kafka-local/**', 'dist/**'] },
   js.configs.recommended,
@@ -36,36 +45,53 @@ export default tseslint.config(
       node: true,
     },
     { files: ['projections/**/*.ts'], folders: ['src', 'tools', 'test', 'bench', 'scripts'], node: true },
-    { files: ['src/**/*.ts'], folders: srcOutside, packages: ['kafkajs', 'better-sqlite3'] },
+    {
+      files: ['src/**/*.ts'],
+      folders: srcOutside,
+      packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
+    },
+    // the one module that imports OpenTelemetry (loaded by import() when tracing is on)
+    {
+      files: ['src/tracing/otel.ts'],
+      folders: [...srcOutside, 'consumer', 'lifecycle', 'http', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+    },
     {
       files: ['src/kafka/**/*.ts'],
       folders: [...srcOutside, 'read-model', 'consumer', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
     },
     {
       files: ['src/kafka/kafkajs-adapter.ts'],
       folders: [...srcOutside, 'read-model', 'consumer', 'lifecycle', 'http', 'cli'],
       packages: ['better-sqlite3'],
+      extra: otelLoadedLazily,
     },
     {
       files: ['src/read-model/**/*.ts'],
       folders: [...srcOutside, 'consumer', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs'],
+      extra: otelLoadedLazily,
     },
     {
       files: ['src/consumer/**/*.ts'],
       folders: [...srcOutside, 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
     },
     {
       files: ['src/lifecycle/**/*.ts'],
       folders: [...srcOutside, 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
     },
     {
       files: ['src/http/**/*.ts'],
       folders: [...srcOutside, 'consumer', 'kafka', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
     },
     { files: ['tools/**/*.ts', 'scripts/**/*.ts'], folders: ['test', 'bench'] },
   ]),
@@ -108,7 +134,7 @@ export default tseslint.config(
  * group replaces an earlier one for the files both match, so each states all of its limits.
  */
 function boundaryRules(groups) {
-  return groups.map(({ files, folders, packages = [], node = false }) => ({
+  return groups.map(({ files, folders, packages = [], node = false, extra = [] }) => ({
     files,
     rules: {
       'no-restricted-imports': [
@@ -131,6 +157,7 @@ function boundaryRules(groups) {
                   },
                 ]
               : []),
+            ...extra,
           ],
         },
       ],

@@ -10,6 +10,9 @@ export default defineConfig({
           name: 'unit',
           include: ['test/**/*.unit.test.ts'],
           setupFiles: ['test/helpers/no-process-warnings.ts'],
+          // Property tests and spawned processes take seconds on a loaded 2-core machine: a bound
+          // on time here only measures the machine (figures belong in bench/).
+          testTimeout: 30_000,
           sequence: { groupOrder: 0 },
         },
       },

@@ -43,7 +43,7 @@ export function cpuMicrosPerCall(work: () => unknown, minMs = 200): number {
 }
 
 /** The same, for an asynchronous `work`. */
-async function cpuMicrosPerRequest(work: () => Promise<unknown>, minMs = 300): Promise<number> {
+export async function cpuMicrosPerRequest(work: () => Promise<unknown>, minMs = 300): Promise<number> {
   for (let i = 0; i < 50; i += 1) await work();
   let calls = 0;
   const start = process.cpuUsage();

@@ -297,7 +297,7 @@ const oneDecimal = (value: number): number => Math.round(value * 10) / 10;
  * CPU time (user + system) a process has used so far, in ms, from /proc (clock ticks of 10 ms);
  * null where there is no /proc.
  */
-function cpuMsOf(pid: number): number | null {
+export function cpuMsOf(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // after the command name, which may hold ") ": fields[0] is field 3 (state) of proc(5), so

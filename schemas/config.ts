@@ -19,6 +19,50 @@ const decimalFraction = z
 const port = decimalInteger.pipe(z.number().max(65_535));
 const positiveInt = decimalInteger.pipe(z.number().positive());
 
+/**
+ * OpenTelemetry's variables keep the meaning the OpenTelemetry specification gives them
+ * (https://opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables/): an empty value
+ * is the same as an unset one. Values the specification allows but this service does not support
+ * are refused with the reason, rather than ignored.
+ */
+const otel = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+/** A comma-separated list of known names, trimmed. */
+const nameList = <const T extends readonly [string, ...string[]]>(names: T, message: string) =>
+  z
+    .string()
+    .transform((value) => value.split(',').map((name) => name.trim()))
+    .pipe(z.array(z.enum(names, { error: message })));
+const httpUrl = z
+  .string()
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    error: 'must be an http:// or https:// URL',
+  });
+const otlpProtocol = z.literal('http/protobuf', {
+  error: 'only http/protobuf (OTLP/HTTP, port 4318) is supported here; grpc and http/json are not',
+});
+/** `key=value,key=value`, values percent-decoded (W3C Baggage octets). */
+const resourceAttributes = z.string().transform((value, ctx) => {
+  const attributes: Record<string, string> = {};
+  for (const pair of value.split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    const key = pair.slice(0, at).trim();
+    let decoded: string | undefined;
+    try {
+      decoded = at > 0 ? decodeURIComponent(pair.slice(at + 1).trim()) : undefined;
+    } catch {
+      decoded = undefined;
+    }
+    if (key === '' || decoded === undefined) {
+      ctx.addIssue({ code: 'custom', message: `'${pair}' is not key=value (percent-encoded)` });
+      return z.NEVER;
+    }
+    attributes[key] = decoded;
+  }
+  return attributes;
+});
+
 export const ServiceEnv = z.object({
   KAFKA_BROKERS: z
     .string()
@@ -54,6 +98,49 @@ export const ServiceEnv = z.object({
   /** one message's value beyond this is dead-lettered (too_large) with its size, SHA-256 and a preview */
   MESSAGE_MAX_BYTES: decimalInteger.pipe(z.number().min(1024)).default(1024 * 1024),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** true: no tracing whatever else is set */
+  OTEL_SDK_DISABLED: otel(
+    z
+      .string()
+      .regex(/^(true|false)$/i, 'must be true or false')
+      .transform((value) => value.toLowerCase() === 'true'),
+  ),
+  OTEL_TRACES_EXPORTER: otel(
+    nameList(
+      ['otlp', 'console', 'none'],
+      'each must be otlp, console or none (zipkin and jaeger are not supported here)',
+    ),
+  ),
+  OTEL_EXPORTER_OTLP_ENDPOINT: otel(httpUrl),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: otel(httpUrl),
+  OTEL_EXPORTER_OTLP_PROTOCOL: otel(otlpProtocol),
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: otel(otlpProtocol),
+  OTEL_SERVICE_NAME: otel(z.string()),
+  OTEL_RESOURCE_ATTRIBUTES: otel(resourceAttributes),
+  OTEL_TRACES_SAMPLER: otel(
+    z.enum(
+      [
+        'always_on',
+        'always_off',
+        'traceidratio',
+        'parentbased_always_on',
+        'parentbased_always_off',
+        'parentbased_traceidratio',
+      ],
+      {
+        error:
+          'must be always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio',
+      },
+    ),
+  ),
+  OTEL_TRACES_SAMPLER_ARG: otel(decimalFraction.pipe(z.number().max(1))),
+  OTEL_PROPAGATORS: otel(
+    nameList(['tracecontext', 'baggage', 'none'], 'each must be tracecontext, baggage or none'),
+  ),
+  OTEL_BSP_SCHEDULE_DELAY: otel(decimalInteger),
+  OTEL_BSP_EXPORT_TIMEOUT: otel(positiveInt),
+  OTEL_BSP_MAX_QUEUE_SIZE: otel(positiveInt),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: otel(positiveInt),
 });
 
 export type ServiceEnv = z.infer<typeof ServiceEnv>;

@@ -22,7 +22,31 @@ export interface ServiceConfig {
   /** size bounds of what the topics deliver */
   limits: { batchInflatedBytes: number; messageBytes: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
+  /** null: no tracing, and nothing of OpenTelemetry is loaded (`tracing/start.ts`) */
+  tracing: TracingConfig | null;
 }
+
+/** What the OTEL_* variables ask of tracing, once it is on (README, "Tracing"). */
+export interface TracingConfig {
+  exporters: readonly ('otlp' | 'console')[];
+  /** where OTLP/HTTP (protobuf) exports spans */
+  otlpTracesUrl: string;
+  /** resource attributes, `service.name` included */
+  resource: Record<string, string>;
+  sampler: NonNullable<ServiceEnv['OTEL_TRACES_SAMPLER']>;
+  /** the ratio of the traceidratio samplers */
+  samplerRatio: number;
+  batch: {
+    scheduledDelayMillis: number;
+    exportTimeoutMillis: number;
+    maxQueueSize: number;
+    maxExportBatchSize: number;
+  };
+  /** an incoming W3C `traceparent` makes the request's span its child */
+  traceContext: boolean;
+}
+
+export const defaultServiceName = 'orders-read-model';
 
 export class ConfigError extends Error {
   readonly code = 'CONFIG_INVALID';
@@ -37,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       : parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`)),
     ...topicClashes(env).map((clash) => `  ${clash}`),
     ...(parsed.success ? portClashes(parsed.data) : []).map((clash) => `  ${clash}`),
+    ...(parsed.success ? tracingClashes(parsed.data) : []).map((clash) => `  ${clash}`),
     ...(parsed.success && parsed.data.MESSAGE_MAX_BYTES > parsed.data.BATCH_MAX_INFLATED_BYTES
       ? ['  MESSAGE_MAX_BYTES: larger than BATCH_MAX_INFLATED_BYTES, which no message can pass']
       : []),
@@ -71,7 +96,62 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     limits: { batchInflatedBytes: e.BATCH_MAX_INFLATED_BYTES, messageBytes: e.MESSAGE_MAX_BYTES },
     logLevel: e.LOG_LEVEL,
+    tracing: tracingOf(e),
   };
+}
+
+/**
+ * Tracing is on once an exporter is asked for: an OTLP endpoint, or OTEL_TRACES_EXPORTER naming one.
+ * The specification's default exporter is otlp to localhost; here nothing set means no tracing at
+ * all, so that a service nobody asked to trace sends nothing and loads nothing.
+ */
+function tracingOf(e: ServiceEnv): TracingConfig | null {
+  if (e.OTEL_SDK_DISABLED === true) return null;
+  const endpoint = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? e.OTEL_EXPORTER_OTLP_ENDPOINT;
+  const exporters = (e.OTEL_TRACES_EXPORTER ?? (endpoint === undefined ? [] : ['otlp'])).filter(
+    (name) => name !== 'none',
+  );
+  if (exporters.length === 0) return null;
+  const { 'service.name': namedInAttributes, ...attributes } = e.OTEL_RESOURCE_ATTRIBUTES ?? {};
+  const sampler = e.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on';
+  return {
+    exporters,
+    otlpTracesUrl:
+      e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+      (e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined
+        ? 'http://localhost:4318/v1/traces'
+        : `${e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/$/, '')}/v1/traces`),
+    resource: {
+      ...attributes,
+      'service.name': e.OTEL_SERVICE_NAME ?? namedInAttributes ?? defaultServiceName,
+    },
+    sampler,
+    samplerRatio: e.OTEL_TRACES_SAMPLER_ARG ?? 1,
+    batch: {
+      scheduledDelayMillis: e.OTEL_BSP_SCHEDULE_DELAY ?? 5000,
+      exportTimeoutMillis: e.OTEL_BSP_EXPORT_TIMEOUT ?? 30_000,
+      maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE ?? 2048,
+      maxExportBatchSize: e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ?? 512,
+    },
+    traceContext: (e.OTEL_PROPAGATORS ?? ['tracecontext']).includes('tracecontext'),
+  };
+}
+
+/** Combinations of OTEL_* values that no reading makes sense of. */
+function tracingClashes(e: ServiceEnv): string[] {
+  const clashes: string[] = [];
+  const exporters = e.OTEL_TRACES_EXPORTER ?? [];
+  if (exporters.includes('none') && exporters.length > 1) {
+    clashes.push('OTEL_TRACES_EXPORTER: none cannot be listed with an exporter');
+  }
+  const propagators = e.OTEL_PROPAGATORS ?? [];
+  if (propagators.includes('none') && propagators.length > 1) {
+    clashes.push('OTEL_PROPAGATORS: none cannot be listed with a propagator');
+  }
+  if ((e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE ?? 512) > (e.OTEL_BSP_MAX_QUEUE_SIZE ?? 2048)) {
+    clashes.push('OTEL_BSP_MAX_EXPORT_BATCH_SIZE: larger than OTEL_BSP_MAX_QUEUE_SIZE');
+  }
+  return clashes;
 }
 
 /** The API and the admin listener on one port: the second listen would fail at start. */

@@ -19,6 +19,7 @@ import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
 import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
+import { startTracing } from './tracing/tracing.js';
 
 export type { HealthReport };
 
@@ -70,6 +71,7 @@ async function startServing(
     logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
   }
 
+  const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
   // Counted by the API, read by projectors that give way to requests (candidates catching up).
   const requests = newRequestCounter();
   let lifecycle: ReadModelLifecycle | null = null;
@@ -83,7 +85,7 @@ async function startServing(
     readyMaxLag: config.health.readyMaxLag,
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
-    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests }),
+    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
     startKeysWatch: (groupId) => startKeysWatch({ port: kafka, topics: config.topics, groupId, logger }),
     events: metrics.lifecycleEvents(),
   });
@@ -96,6 +98,7 @@ async function startServing(
     metrics,
     rateLimit: config.rateLimit,
     requests,
+    tracing,
   });
   const admin = await buildAdminApp({ health: () => running.health(), metrics, logger });
   await app.listen({ host: config.http.host, port: config.http.port });
@@ -136,6 +139,8 @@ async function startServing(
       await admin.close();
       await running.stop();
       await kafka.close();
+      // after the projectors: their last batches' spans are among those exported
+      await tracing?.shutdown();
       servingLock.release();
     },
   };

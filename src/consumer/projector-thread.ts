@@ -5,7 +5,8 @@ import type { ServiceConfig } from '../config.js';
 import { type UnreadableBatch, offsetKey } from '../kafka/port.js';
 import type { ProjectorSpec, RunningProjector } from './projector-handle.js';
 import type { Logger } from '../logger.js';
-import { type BatchOutcome } from '../read-model/writer.js';
+import type { Tracing } from '../tracing/spans.js';
+import type { AppliedBatchFacts } from './projector.js';
 
 export interface ProjectorWorkerData {
   file: string;
@@ -32,7 +33,7 @@ export interface RebuildPart {
 export type ToProjectorThread = { type: 'stop' } | { type: 'pause' };
 export type FromProjectorThread =
   | { type: 'started'; offsets: { topic: string; partition: number; nextOffset: number }[] }
-  | { type: 'batch'; topic: string; partition: number; outcome: BatchOutcome }
+  | ({ type: 'batch' } & AppliedBatchFacts)
   | { type: 'failed'; message: string; stack?: string }
   | { type: 'warning'; name: string; message: string }
   | { type: 'unreadable'; batch: UnreadableBatch }
@@ -55,7 +56,14 @@ export class ProjectorThreadFailed extends Error {
 export type ProjectorThread = RunningProjector & { terminate(): Promise<void> };
 
 export function startProjectorThread(
-  spec: ProjectorSpec & { config: ServiceConfig; logger: Logger; requests: Int32Array; part?: RebuildPart },
+  spec: ProjectorSpec & {
+    config: ServiceConfig;
+    logger: Logger;
+    requests: Int32Array;
+    part?: RebuildPart;
+    /** each applied batch becomes a span, recorded here in the main thread from what the thread posts (`tracing/otel.ts`) */
+    tracing?: Tracing | undefined;
+  },
 ): Promise<ProjectorThread> {
   const worker = new Worker(workerUrl, {
     workerData: {
@@ -121,6 +129,22 @@ export function startProjectorThread(
             positions.set(offsetKey(message.topic, message.partition), message.outcome.nextOffset);
           }
           spec.onBatch(message.topic, message.partition, message.outcome);
+          spec.tracing?.batchApplied({
+            topic: message.topic,
+            partition: message.partition,
+            groupId: spec.groupId,
+            file: spec.file,
+            ...(message.firstOffset === undefined ? {} : { firstOffset: message.firstOffset }),
+            ...(message.lastOffset === undefined ? {} : { lastOffset: message.lastOffset }),
+            messages: message.messages,
+            events: message.outcome.applied,
+            deadLetters: message.outcome.deadLettered,
+            unchanged: message.outcome.unchanged,
+            skipped: message.outcome.skipped,
+            nextOffset: message.outcome.nextOffset,
+            startedAt: message.startedAt,
+            endedAt: message.endedAt,
+          });
           return;
         case 'failed': {
           const error = new ProjectorThreadFailed(message.message);

@@ -62,7 +62,7 @@ const starting: Promise<Consumption> = runProjectionKeysApart({
   writer,
   logger,
   maxMessageBytes: config.limits.messageBytes,
-  onBatch: ({ topic, partition, outcome }) => post({ type: 'batch', topic, partition, outcome }),
+  onBatch: (batch) => post({ type: 'batch', ...batch }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
   operatorSkips: () => skipsOf.operatorSkips(),
   afterBatch: (startedAt) => {

@@ -12,6 +12,18 @@ import { skipCovering, type OperatorSkip } from '../read-model/files.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
 
+/** An applied batch: where it was, what it did, and when (epoch milliseconds, for its span). */
+export interface AppliedBatchFacts {
+  topic: string;
+  partition: number;
+  outcome: BatchOutcome;
+  firstOffset?: number;
+  lastOffset?: number;
+  messages: number;
+  startedAt: number;
+  endedAt: number;
+}
+
 export interface ProjectionOptions {
   port: Pick<KafkaPort, 'consume'>;
   groupId: string;
@@ -20,7 +32,7 @@ export interface ProjectionOptions {
   roles?: readonly TopicRole[];
   writer: ReadModelWriter;
   logger: Logger;
-  onBatch?: (batch: { topic: string; partition: number; outcome: BatchOutcome }) => void;
+  onBatch?: (batch: AppliedBatchFacts) => void;
   onUnreadable?: (batch: UnreadableBatch) => void;
   /** the batches operators have skipped (`skip-batch`), read again whenever a batch cannot be read */
   operatorSkips?: () => readonly OperatorSkip[];
@@ -51,9 +63,13 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
           { ...batch, skippedFrom: from, next, by: skip.by, reason: skip.reason },
           'moving past a record batch an operator skipped',
         );
+        const at = performance.timeOrigin + performance.now();
         options.onBatch?.({
           topic: batch.topic,
           partition: batch.partition,
+          messages: 0,
+          startedAt: at,
+          endedAt: at,
           outcome: {
             applied: 0,
             unchanged: 0,
@@ -94,7 +110,18 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
         );
       }
       if (outcome.nextOffset !== null) {
-        options.onBatch?.({ topic: batch.topic, partition: batch.partition, outcome });
+        const first = batch.messages[0];
+        const last = batch.messages.at(-1);
+        options.onBatch?.({
+          topic: batch.topic,
+          partition: batch.partition,
+          outcome,
+          ...(first === undefined ? {} : { firstOffset: Number(first.offset) }),
+          ...(last === undefined ? {} : { lastOffset: Number(last.offset) }),
+          messages: batch.messages.length,
+          startedAt: performance.timeOrigin + startedAt,
+          endedAt: performance.timeOrigin + performance.now(),
+        });
       }
       // A batch of only transaction markers comes from an event nobody waits for: no pacing there.
       return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);

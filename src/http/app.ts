@@ -10,6 +10,7 @@ import { API_PREFIX } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
 import type { ServiceMetrics } from '../metrics.js';
 import type { ApiReads } from '../read-model/reader.js';
+import type { Tracing } from '../tracing/spans.js';
 import { authenticate } from './auth.js';
 import type { ApiError } from './errors.js';
 import { authentication } from './plugins/auth.js';
@@ -18,6 +19,7 @@ import { errorHandling, frameworkErrorOptions } from './plugins/errors.js';
 import { observability, requestIdOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
 import { rateLimiting, type RateLimit } from './plugins/rate-limit.js';
+import { requestTracing, tracingOptions } from './plugins/tracing.js';
 import { orderArticlesRoute } from './routes/order-articles.js';
 import { orderListRoute } from './routes/orders-list.js';
 import { responseSerializerCompiler } from './serializer.js';
@@ -33,6 +35,8 @@ export interface AppDeps {
   requests?: Int32Array;
   /** other compression settings than the chosen ones (`plugins/compression.ts`), for the benchmark */
   compression?: CompressionSettings;
+  /** a span per request (`plugins/tracing.ts`); absent: none, at no cost */
+  tracing?: Tracing | undefined;
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -51,8 +55,10 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     routerOptions: { maxParamLength: httpLimits.maxParamLength },
     bodyLimit: httpLimits.bodyLimit,
     ...frameworkErrorOptions(authenticated),
+    ...tracingOptions(deps.tracing),
     ...options,
   }).withTypeProvider<ZodTypeProvider>();
+  requestTracing(app, deps.tracing);
   // Request schemas compiled by zod (z.compile): a generated parser first, zod's own for what it does
   // not accept, so answers and error texts stay zod's.
   app.setValidatorCompiler((route) =>

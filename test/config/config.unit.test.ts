@@ -93,3 +93,75 @@ describe('configuration', () => {
     );
   });
 });
+
+describe('OpenTelemetry variables (the specification’s meaning; tracing off unless an exporter is asked for)', () => {
+  it('leaves tracing off with nothing set, with a service name alone, when disabled, and with the none exporter', () => {
+    for (const env of [
+      {},
+      { OTEL_SERVICE_NAME: 'orders' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: '', OTEL_TRACES_EXPORTER: '' },
+    ]) {
+      expect(loadConfig(env).tracing, JSON.stringify(env)).toBeNull();
+    }
+  });
+
+  it('appends v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT and takes the traces endpoint as it is', () => {
+    const url = (env: Record<string, string>) => loadConfig(env).tracing?.otlpTracesUrl;
+    expect(url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).toBe(
+      'http://collector:4318/v1/traces',
+    );
+    expect(url({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://c/otlp/' })).toBe('https://c/otlp/v1/traces');
+    expect(
+      url({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://b:9/spans',
+      }),
+    ).toBe('http://b:9/spans');
+    expect(url({ OTEL_TRACES_EXPORTER: 'otlp' })).toBe('http://localhost:4318/v1/traces');
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: 'console' }).tracing?.exporters).toEqual(['console']);
+    expect(loadConfig({ OTEL_SDK_DISABLED: 'false', OTEL_TRACES_EXPORTER: 'otlp' }).tracing).not.toBeNull();
+  });
+
+  it('names the service by OTEL_SERVICE_NAME, else service.name of OTEL_RESOURCE_ATTRIBUTES, else orders-read-model', () => {
+    const resource = (env: Record<string, string>) =>
+      loadConfig({ OTEL_TRACES_EXPORTER: 'otlp', ...env }).tracing?.resource;
+    expect(resource({})).toEqual({ 'service.name': 'orders-read-model' });
+    expect(
+      resource({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=a,deployment.environment.name=eu%20west' }),
+    ).toEqual({
+      'service.name': 'a',
+      'deployment.environment.name': 'eu west',
+    });
+    expect(resource({ OTEL_RESOURCE_ATTRIBUTES: 'service.name=a', OTEL_SERVICE_NAME: 'b' })).toEqual({
+      'service.name': 'b',
+    });
+  });
+
+  it('refuses what it cannot honour, every problem at once', () => {
+    const load = (): unknown =>
+      loadConfig({
+        OTEL_SDK_DISABLED: 'yes',
+        OTEL_TRACES_EXPORTER: 'zipkin',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318',
+        OTEL_TRACES_SAMPLER: 'jaeger_remote',
+        OTEL_TRACES_SAMPLER_ARG: '1.5',
+        OTEL_RESOURCE_ATTRIBUTES: 'novalue',
+      });
+    expect(load).toThrow(ConfigError);
+    for (const variable of [
+      'OTEL_SDK_DISABLED: must be true or false',
+      'OTEL_TRACES_EXPORTER',
+      'OTEL_EXPORTER_OTLP_PROTOCOL: only http/protobuf',
+      'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http:// or https:// URL',
+      'OTEL_TRACES_SAMPLER',
+      'OTEL_TRACES_SAMPLER_ARG',
+      'OTEL_RESOURCE_ATTRIBUTES',
+    ]) {
+      expect(load).toThrow(variable);
+    }
+    expect(() => loadConfig({ OTEL_TRACES_EXPORTER: 'otlp,none' })).toThrow(/none cannot be listed/);
+  });
+});

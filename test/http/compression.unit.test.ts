@@ -96,3 +96,26 @@ describe('response compression', () => {
     expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
   });
 });
+
+describe('the OpenAPI document', () => {
+  it('lists Content-Encoding and Vary on both endpoints’ 200 and Vary on their 304, as they are sent', async () => {
+    const document = (await app.inject({ method: 'GET', url: '/api/external-api/v1/openapi.json' })).json<{
+      paths: Record<
+        string,
+        { get: { responses: Record<string, { headers: Record<string, { schema: object }> }> } }
+      >;
+    }>();
+    for (const path of ['/api/external-api/v1/orders', '/api/external-api/v1/orders/{id}/articles']) {
+      const { responses } = document.paths[path]!.get;
+      expect(responses['200']!.headers['Content-Encoding']!.schema).toEqual({
+        type: 'string',
+        enum: ['br', 'gzip'],
+      });
+      expect(responses['200']!.headers['Vary']!.schema).toEqual({ type: 'string', const: 'accept-encoding' });
+      expect(responses['304']!.headers['Vary']!.schema).toEqual({ type: 'string', const: 'accept-encoding' });
+      expect(responses['304']!.headers).not.toHaveProperty('Content-Encoding');
+    }
+    const sent = await get('/orders?limit=50', { 'accept-encoding': 'gzip' });
+    expect([sent.headers['content-encoding'], sent.headers['vary']]).toEqual(['gzip', 'accept-encoding']);
+  });
+});

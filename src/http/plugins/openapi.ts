@@ -7,7 +7,7 @@ import { sendJsonText } from '../serializer.js';
 
 interface HeaderObject {
   description: string;
-  schema: { type: 'string'; const?: string };
+  schema: { type: 'string'; const?: string; enum?: string[] };
 }
 
 /** The validators both endpoints send, on 200 and on 304 (`conditional.ts`); new objects per use. */
@@ -21,6 +21,24 @@ const validatorHeaders = (): Record<string, HeaderObject> => ({
     description: 'The answer may be kept by the caller only, and revalidated before each use.',
     schema: { type: 'string', const: 'private, no-cache' },
   },
+});
+
+/** What compression (`compression.ts`) sets: `Vary` on every 200 and 304, `Content-Encoding` when it compressed. */
+const varyHeader = (): Record<string, HeaderObject> => ({
+  Vary: {
+    description:
+      'The answer depends on `Accept-Encoding` (compressed or not), so that a shared cache keeps one copy per encoding.',
+    schema: { type: 'string', const: 'accept-encoding' },
+  },
+});
+
+const compressionHeaders = (): Record<string, HeaderObject> => ({
+  'Content-Encoding': {
+    description:
+      'Present when the answer is compressed: an answer of 1 024 bytes or more, when `Accept-Encoding` accepts brotli (`br`, preferred) or gzip. `Content-Length` is then the compressed size.',
+    schema: { type: 'string', enum: ['br', 'gzip'] },
+  },
+  ...varyHeader(),
 });
 
 const linkHeader = (): Record<string, HeaderObject> => ({
@@ -77,7 +95,7 @@ interface OperationObject {
 }
 
 /**
- * Adds the conditional-request, paging and rate-limit headers to the generated document. They are documented
+ * Adds the conditional-request, paging, compression and rate-limit headers to the generated document. They are documented
  * here rather than in the route schemas because a header schema would be validated on every request.
  */
 function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
@@ -89,8 +107,8 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
     const notModified = operation.responses?.['304'];
     if (ok === undefined || notModified === undefined)
       throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
-    ok.headers = { ...validatorHeaders(), ...okHeaders() };
-    notModified.headers = validatorHeaders();
+    ok.headers = { ...validatorHeaders(), ...okHeaders(), ...compressionHeaders() };
+    notModified.headers = { ...validatorHeaders(), ...varyHeader() };
     // every answer after authentication states the key's budget (a 401 has no key to count by)
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       if (status === '401') continue;
