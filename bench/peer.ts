@@ -461,7 +461,10 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       dataDirectoryBytes: directoryBytes(postgres.dataDir),
     });
 
-    const [postgresVersion] = await postgres.query<{ v: string }>(database, 'SHOW server_version');
+    const [postgresVersion] = await postgres.query<{ v: string }>(
+      database,
+      "SELECT current_setting('server_version') AS v",
+    );
     const versions = { postgres: postgresVersion?.v ?? 'unknown', ...dependencyVersions() };
     const results = summarize(produced.messages, versions, service, peer, requests.length);
     return { figures: figuresOf(data, results), results };
