@@ -28,13 +28,17 @@ export interface WrkResult {
   wrkCpuMs: number;
 }
 
-const luaString = (text: string): string => `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
-
-function luaScript(requests: readonly WrkRequest[]): string {
-  return `local requests = {
-${requests.map((r) => `  {${luaString(r.path)}, ${luaString(`Bearer ${r.key}`)}},`).join('\n')}
-}
+/**
+ * The Lua script: it reads the (path, header) pairs from `requestsFile`, one tab-separated pair a
+ * line, in each thread (a table literal of them stops at LuaJIT's 65 536 constants per function).
+ */
+function luaScript(requestsFile: string): string {
+  return `local requests = {}
 function init(args)
+  for line in io.lines(${JSON.stringify(requestsFile)}) do
+    local path, authorization = line:match("^([^\t]*)\t(.*)$")
+    requests[#requests + 1] = { path, authorization }
+  end
   math.randomseed(os.time() + os.clock() * 1000000)
 end
 function request()
@@ -60,7 +64,9 @@ export async function wrk(
   if (requests.length === 0) throw new Error('wrk needs at least one request to send');
   const dir = mkdtempSync(join(tmpdir(), 'wrk-'));
   const script = join(dir, 'requests.lua');
-  writeFileSync(script, luaScript(requests));
+  const requestsFile = join(dir, 'requests.tsv');
+  writeFileSync(requestsFile, requests.map((r) => `${r.path}\tBearer ${r.key}\n`).join(''));
+  writeFileSync(script, luaScript(requestsFile));
   try {
     const output = await new Promise<string>((resolve, reject) => {
       // the shell reports its own /proc stat after waiting for wrk: cutime and cstime are wrk's
