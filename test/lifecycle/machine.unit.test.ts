@@ -83,4 +83,25 @@ describe('the mailbox', () => {
     expect(await mailbox.post('after', () => 'ok')).toBe('ok');
     expect(errors).toEqual(['fails']);
   });
+
+  it('makes a command posted by a running command wait for it, and those posted later wait for both', async () => {
+    const mailbox = new Mailbox(() => undefined);
+    const order: string[] = [];
+    let release: () => void = () => undefined;
+    mailbox.send('outer', () => {
+      order.push('outer');
+      mailbox.send('inner', async () => {
+        order.push('inner begins');
+        await new Promise<void>((resolve) => (release = resolve));
+        order.push('inner ends');
+      });
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const later = mailbox.post('later', () => order.push('later'));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(order).toEqual(['outer', 'inner begins']);
+    release();
+    await later;
+    expect(order).toEqual(['outer', 'inner begins', 'inner ends', 'later']);
+  });
 });
