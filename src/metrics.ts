@@ -2,7 +2,7 @@
 import { statSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { LifecycleEvents } from './lifecycle/read-model-lifecycle.js';
-import { serviceStates } from './lifecycle/state.js';
+import { serviceStates } from './lifecycle/states.js';
 
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -133,9 +133,13 @@ export class ServiceMetrics {
         this.rebuildProgress.set(1);
       },
       stateChanged: (from, to, allowed) => {
+        // A refused transition leaves the state where it was.
+        if (!allowed) {
+          this.invalidTransitions.inc();
+          return;
+        }
         this.serviceState.set({ state: from }, 0);
         this.serviceState.set({ state: to }, 1);
-        if (!allowed) this.invalidTransitions.inc();
       },
     };
   }

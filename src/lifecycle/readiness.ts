@@ -4,7 +4,7 @@
  * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
  */
 import { type PartitionEnds, type UnreadableBatch, offsetKey } from '../kafka/port.js';
-import type { ServiceState } from './state.js';
+import type { ServiceState } from './states.js';
 import type { SupervisorStatus } from './supervisor.js';
 
 export interface PartitionLag {

@@ -38,6 +38,8 @@ export interface SupervisorOptions {
   logger: Logger;
   backoff?: Backoff;
   onRestart?: (reason: RestartReason) => void;
+  /** a projector has started and runs */
+  onRunning?: () => void;
 }
 
 export class Supervisor {
@@ -81,17 +83,6 @@ export class Supervisor {
     await this.loop;
   }
 
-  /**
-   * Hands the running projector over to a new owner and ends this supervisor without stopping it
-   * (a candidate that becomes the served model keeps its projector).
-   */
-  async release(): Promise<RunningProjector | null> {
-    const projector = this.current;
-    this.current = null;
-    await this.stop();
-    return projector;
-  }
-
   /** Read through a call: the flag changes while the loop awaits. */
   private isStopping(): boolean {
     return this.stopping;
@@ -112,16 +103,16 @@ export class Supervisor {
         }
         this.current = projector;
         this.state = { ...this.state, running: true, retryAt: null };
+        this.options.onRunning?.();
         const failure = await Promise.race([
           projector.failed,
           new Promise<null>((resolve) => this.wake.signal.addEventListener('abort', () => resolve(null))),
         ]);
         this.lastPositions = new Map(projector.positions());
-        const owned = this.current === projector;
         this.current = null;
         this.state = { ...this.state, running: false };
         if (this.isStopping()) {
-          if (owned) await projector.stop();
+          await projector.stop();
           break;
         }
         if (failure === null) {

@@ -4,7 +4,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import { startKeysWatch } from '../../src/consumer/keys-watch.js';
 import { systemClock } from '../../src/lifecycle/clock.js';
 import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
-import type { ServiceState } from '../../src/lifecycle/state.js';
+import type { ServiceState } from '../../src/lifecycle/states.js';
 import type { RestartReason } from '../../src/lifecycle/supervisor.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { keyOf, roleOf } from './events.js';
@@ -56,6 +56,7 @@ export function lifecycleFixture(
       ? {}
       : { candidateGainWindowMs: options.candidateGainWindowMs }),
     backoff: { initialMs: 20, maxMs: 200 },
+    strictTransitions: true,
     endOffsets: (topics) => kafka.endOffsets(topics),
     ...(options.keysWatch === true
       ? {

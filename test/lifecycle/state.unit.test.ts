@@ -1,55 +1,51 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   allowedTransitions,
-  serviceState,
-  ServiceStateMachine,
+  checkTransition,
+  InvalidTransition,
   serviceStates,
-  type StateFacts,
-} from '../../src/lifecycle/state.js';
+  type ServiceState,
+} from '../../src/lifecycle/states.js';
+import { lifecycleBlock, readmePath, readmeWithLifecycle } from '../../tools/lifecycle-diagram.js';
 
-const facts: StateFacts = {
-  stopping: false,
-  stopped: false,
-  switching: false,
-  candidate: false,
-  projectorRunning: true,
-  totalLag: 0,
-  readyMaxLag: 10,
-};
+const pairs = serviceStates.flatMap((from) => serviceStates.map((to) => ({ from, to })));
+const refused = pairs.filter(({ from, to }) => from !== to && !allowedTransitions[from].includes(to));
+const allowed = pairs.filter(({ from, to }) => from !== to && allowedTransitions[from].includes(to));
 
 describe('service states', () => {
-  it('derives each state from the facts', () => {
-    expect(serviceState({ ...facts, projectorRunning: null })).toBe('starting');
-    expect(serviceState(facts)).toBe('live');
-    expect(serviceState({ ...facts, totalLag: 11 })).toBe('catching_up');
-    expect(serviceState({ ...facts, totalLag: null })).toBe('catching_up');
-    expect(serviceState({ ...facts, projectorRunning: false })).toBe('restarting');
-    expect(serviceState({ ...facts, candidate: true })).toBe('rebuilding');
-    expect(serviceState({ ...facts, candidate: true, switching: true })).toBe('switching');
-    expect(serviceState({ ...facts, switching: true, stopping: true })).toBe('stopping');
-    expect(serviceState({ ...facts, stopping: true, stopped: true })).toBe('stopped');
-  });
-
   it('allows no way out of stopped and only stopped after stopping', () => {
     expect(allowedTransitions.stopped).toEqual([]);
     expect(allowedTransitions.stopping).toEqual(['stopped']);
     for (const state of serviceStates) expect(allowedTransitions[state]).not.toContain('starting');
   });
 
-  it('tells the listener of each change and flags one the table does not allow', () => {
-    const seen: string[] = [];
-    const machine = new ServiceStateMachine((from, to, allowed) => seen.push(`${from}>${to}:${allowed}`));
-    machine.update('catching_up');
-    machine.update('catching_up');
-    machine.update('live');
-    machine.update('stopping');
-    machine.update('live');
-    expect(seen).toEqual([
-      'starting>catching_up:true',
-      'catching_up>live:true',
-      'live>stopping:true',
-      'stopping>live:false',
-    ]);
-    expect(machine.invalidTransitions).toBe(1);
+  it.each(refused)(
+    'refuses $from → $to: it throws where strict, and is refused otherwise',
+    ({ from, to }) => {
+      expect(() => checkTransition(from, to, true)).toThrow(InvalidTransition);
+      expect(checkTransition(from, to, false)).toBe(false);
+    },
+  );
+
+  it.each(allowed)('allows $from → $to', ({ from, to }) => {
+    expect(checkTransition(from, to, true)).toBe(true);
   });
+
+  it('lets a state change what it holds without a transition', () => {
+    for (const state of serviceStates) expect(checkTransition(state, state, true)).toBe(true);
+  });
+
+  it('is stopped from every running state, and only by stopping', () => {
+    const running: ServiceState[] = ['starting', 'catching_up', 'live', 'restarting', 'rebuilding'];
+    for (const state of running) expect(allowedTransitions[state]).toContain('stopping');
+  });
+});
+
+describe('the README state table and diagram', () => {
+  it('match the table in states.ts (run `npm run contracts` after changing it)', async () => {
+    const committed = readFileSync(readmePath, 'utf8');
+    expect(committed).toContain(lifecycleBlock().split('\n')[0]);
+    expect(committed).toBe(await readmeWithLifecycle(committed));
+  }, 60_000);
 });

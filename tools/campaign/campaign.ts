@@ -150,11 +150,17 @@ class Campaign {
       await this.lookAtAll();
       for (const replica of this.replicas) {
         for (const crash of replica.crashes.splice(0)) this.violation(replica, 'no crash', crash);
+        for (const refused of replica.refusedTransitions.splice(0))
+          this.violation(replica, 'transitions in the table', refused);
       }
       if (this.invariants.violations.length > 0) break;
     }
     this.invariants.step = this.steps.length + 1;
     await this.endFaults();
+    for (const replica of this.replicas) {
+      for (const refused of replica.refusedTransitions.splice(0))
+        this.violation(replica, 'transitions in the table', refused);
+    }
     return {
       seed: this.options.seed,
       steps: this.steps,

@@ -75,6 +75,8 @@ export class Replica {
   answered = false;
   /** exits nobody asked for, with the process's last lines: drained by the campaign */
   readonly crashes: string[] = [];
+  /** state transitions its lifecycle refused (outside the table: a bug), as logged: drained by the campaign */
+  readonly refusedTransitions: string[] = [];
   private stopping = false;
 
   private constructor(
@@ -145,6 +147,7 @@ export class Replica {
       appendFileSync(this.logFile, chunk);
       for (const line of chunk.toString('utf8').split('\n')) {
         if (line === '') continue;
+        if (line.includes('refused a state transition')) this.refusedTransitions.push(line.slice(0, 600));
         this.tail.push(line.slice(0, 600));
         if (this.tail.length > 60) this.tail.shift();
       }

@@ -1,0 +1,195 @@
+/**
+ * A generation: one model file opened for serving, with its reader, its give-way flag and its
+ * projector's supervisor. It owns all of them; the lifecycle asks it to project, to stop projecting
+ * and to close, and nothing outside assigns its fields.
+ */
+import { writeSql } from '../../projections/orders/sql.js';
+import type { RunningProjector, StartProjector } from '../consumer/projector-handle.js';
+import { offsetKey, type Positions, type UnreadableBatch } from '../kafka/port.js';
+import type { Logger } from '../logger.js';
+import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
+import type { ModelFiles } from '../read-model/files.js';
+import { ReadModelReader } from '../read-model/reader.js';
+import type { BatchOutcome } from '../read-model/writer.js';
+import { givesWay, newGiveWayFlag, setGiveWay } from '../shared-flags.js';
+import type { Clock } from './clock.js';
+import { Supervisor, type Backoff, type RestartReason, type SupervisorStatus } from './supervisor.js';
+
+/** What a generation needs to run a projector, and whom it tells what the projector does. */
+export interface ProjectorDeps {
+  startProjector: StartProjector;
+  clock: Clock;
+  logger: Logger;
+  backoff?: Backoff;
+  /** the keys topic: a batch of it makes the reader look keys up again */
+  apiKeysTopic: string;
+}
+
+export interface ProjectorEvents {
+  batchApplied: (topic: string, partition: number, outcome: BatchOutcome) => void;
+  unreadable: (batch: UnreadableBatch) => void;
+  restarted: (reason: RestartReason) => void;
+  running: () => void;
+}
+
+/** True when `candidate` has reached `served` on every partition `served` has read (of `topic` only, if given). */
+export function hasReached(candidate: Positions, served: Positions, topic?: string): boolean {
+  for (const [key, next] of served) {
+    if (topic !== undefined && !key.endsWith(`:${topic}`)) continue;
+    if ((candidate.get(key) ?? -1) < next) return false;
+  }
+  return true;
+}
+
+/**
+ * Messages `candidate` still has to apply to reach `served` on every partition `served` has read;
+ * a partition it has not read yet counts from its first offset in `logStarts` (0 when unknown).
+ */
+export function distanceTo(
+  candidate: Positions,
+  served: Positions,
+  logStarts: ReadonlyMap<string, number>,
+): number {
+  let distance = 0;
+  for (const [key, next] of served) {
+    distance += Math.max(0, next - (candidate.get(key) ?? logStarts.get(key) ?? 0));
+  }
+  return distance;
+}
+
+export class Generation {
+  /** its projector, null while none runs (an older version, stopped for a switch, or retired) */
+  private supervisor: Supervisor | null = null;
+  private readonly giveWayFlag = newGiveWayFlag(false);
+  private readonly selectOffsets;
+
+  private constructor(
+    readonly file: string,
+    readonly db: ReadModelDatabase,
+    /** false for a file of an older projection version: served read-only, never projected into */
+    readonly currentVersion: boolean,
+  ) {
+    this.reader = new ReadModelReader(db, { cacheKeys: currentVersion, cacheChanges: currentVersion });
+    this.selectOffsets = db.prepare(writeSql.selectOffsets);
+  }
+
+  readonly reader: ReadModelReader;
+
+  /**
+   * Opens a model file for serving: migrates it first (before any reader opens it), then the API's
+   * read-only connection. A file of another projection version opens read-only as it is.
+   */
+  static open(file: string): Generation {
+    try {
+      openReadModel(file).close();
+      return new Generation(file, openReadModel(file, { readonly: true }), true);
+    } catch (error) {
+      if (!(error instanceof ProjectionVersionMismatch)) throw error;
+      return new Generation(file, openReadModel(file, { readonly: true, anyProjectionVersion: true }), false);
+    }
+  }
+
+  /** Opens the model `CURRENT` names, creating an empty first one when it names none. */
+  static openServed(files: ModelFiles, logger: Logger): Generation {
+    let file = files.currentFile();
+    if (file === null) {
+      file = files.newGenerationFile();
+      openReadModel(file).close();
+      files.promote(file);
+      logger.info({ file }, 'created an empty read model');
+    }
+    return Generation.open(file);
+  }
+
+  /** The positions stored in the file now, read through its API connection. */
+  storedPositions(): Positions {
+    const positions = new Map<string, number>();
+    for (const row of this.selectOffsets.all() as {
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }[]) {
+      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
+    }
+    return positions;
+  }
+
+  /**
+   * How far it has read: its running projector's positions, else those stored in its file. Never an
+   * empty answer for a file that holds positions: before its projector's first start (the broker
+   * down at a restart) a served model must not look as if it had read nothing.
+   */
+  positions(): Positions {
+    return this.supervisor?.running()?.positions() ?? this.storedPositions();
+  }
+
+  projector(): RunningProjector | null {
+    return this.supervisor?.running() ?? null;
+  }
+
+  /** Its projector's status; null while it has none. */
+  projectorStatus(): SupervisorStatus | null {
+    return this.supervisor?.status() ?? null;
+  }
+
+  isProjecting(): boolean {
+    return this.supervisor !== null;
+  }
+
+  /** Whether its projector gives way to the API's requests (a candidate catching up). */
+  givesWay(): boolean {
+    return givesWay(this.giveWayFlag);
+  }
+
+  setGiveWay(on: boolean): void {
+    setGiveWay(this.giveWayFlag, on);
+  }
+
+  /** Starts its supervised projector under `groupId` (nothing if one runs already). */
+  project(groupId: string, name: string, deps: ProjectorDeps, events: ProjectorEvents): void {
+    if (this.supervisor !== null) return;
+    this.supervisor = new Supervisor({
+      name,
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.backoff === undefined ? {} : { backoff: deps.backoff }),
+      start: (signal) =>
+        deps.startProjector({
+          signal,
+          file: this.file,
+          groupId,
+          giveWay: this.giveWayFlag,
+          onBatch: (topic, partition, outcome) => {
+            // The batch is committed: the reader looks keys up again to see issues and
+            // revocations, and reads change counters again for its entity tags. At once, outside
+            // the lifecycle's queue: a request after this must not be answered from the cache.
+            if (topic === deps.apiKeysTopic) this.reader.forgetKeys();
+            this.reader.forgetChanges();
+            events.batchApplied(topic, partition, outcome);
+          },
+          onUnreadable: events.unreadable,
+        }),
+      onRestart: events.restarted,
+      onRunning: events.running,
+    });
+    this.supervisor.start();
+  }
+
+  /** Stops its projector; true when one was running or retrying. */
+  async stopProjecting(): Promise<boolean> {
+    const supervisor = this.supervisor;
+    if (supervisor === null) return false;
+    await supervisor.stop();
+    this.supervisor = null;
+    return true;
+  }
+
+  /** Restarts a projector that lags without moving (the stall watchdog's remedy). */
+  restartProjector(): void {
+    this.supervisor?.restart('stalled');
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

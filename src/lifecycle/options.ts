@@ -1,0 +1,44 @@
+/** What the lifecycle is given, and what it reports as it goes. */
+import type { TopicRole } from '../../schemas/events.js';
+import type { KeysWatch } from '../consumer/keys-watch.js';
+import type { StartProjector } from '../consumer/projector-handle.js';
+import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
+import type { Logger } from '../logger.js';
+import type { ModelFiles } from '../read-model/files.js';
+import type { BatchOutcome } from '../read-model/writer.js';
+import type { Clock } from './clock.js';
+import type { PartitionLag } from './readiness.js';
+import type { ServiceState } from './states.js';
+import type { Backoff, RestartReason } from './supervisor.js';
+
+/** What the lifecycle reports as it goes; the service turns it into metrics. */
+export interface LifecycleEvents {
+  batchApplied?: (outcome: BatchOutcome) => void;
+  restarted?: (projector: 'served' | 'candidate', reason: RestartReason) => void;
+  lagMeasured?: (partitions: PartitionLag[]) => void;
+  candidateProgress?: (ratio: number) => void;
+  unreadable?: (batch: UnreadableBatch) => void;
+  switched?: (from: string, to: string) => void;
+  /** a change of state; `allowed` false: refused (the state stays `from`) */
+  stateChanged?: (from: ServiceState, to: ServiceState, allowed: boolean) => void;
+}
+
+export interface LifecycleOptions {
+  files: ModelFiles;
+  topics: Record<TopicRole, string>;
+  groupId: string;
+  startProjector: StartProjector;
+  endOffsets: (topics: readonly string[]) => Promise<PartitionEnds[]>;
+  clock: Clock;
+  logger: Logger;
+  readyMaxLag: number;
+  stallTimeoutMs: number;
+  backoff?: Backoff;
+  events?: LifecycleEvents;
+  /** the keys topic alone, read in this thread while the served model gets no events (a version rebuild) */
+  startKeysWatch?: (groupId: string) => Promise<KeysWatch>;
+  /** a candidate that gains less than a tenth of its distance to the served model over this long stops giving way (default 30 s) */
+  candidateGainWindowMs?: number;
+  /** a transition outside the table throws (tests); otherwise it is refused, logged and counted */
+  strictTransitions?: boolean;
+}

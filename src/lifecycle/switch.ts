@@ -1,0 +1,96 @@
+/**
+ * The switch from the served model to a candidate that has reached it, as one command that returns
+ * the next state: serving the candidate, or (it did not reach the served model's final positions in
+ * time, or something failed) rebuilding again with the served model projecting as before.
+ */
+import type { Positions } from '../kafka/port.js';
+import type { Logger } from '../logger.js';
+import type { ModelFiles } from '../read-model/files.js';
+import type { Clock } from './clock.js';
+import { hasReached, type Generation } from './generation.js';
+import type { Health } from './health.js';
+import type { Keys } from './keys.js';
+import type { LifecycleState, Serving, Switching } from './states.js';
+
+export interface SwitchContext {
+  files: ModelFiles;
+  clock: Clock;
+  logger: Logger;
+  stallTimeoutMs: number;
+  keys: Keys;
+  health: Health;
+  /** aborted by `stop()`: a switch waiting for the candidate gives up */
+  stopRequested: AbortSignal;
+  /** gives the served model its projector back */
+  resumeServed: (served: Generation) => void;
+  switched?: (from: string, to: string) => void;
+}
+
+/**
+ * Whether `candidate` holds everything this replica may have answered from: the served model's
+ * `served` positions and, while a keys watch runs, the keys the watch has read (an issue or a
+ * revocation answered from the watch must not be forgotten when the watch stops at the swap).
+ */
+export function hasReachedAnswered(candidate: Generation, served: Positions, keys: Keys): boolean {
+  const positions = candidate.positions();
+  return hasReached(positions, served) && keys.heldBy(positions);
+}
+
+/** The state of a served model alone, from what its projector does now (a switch hands it a started one). */
+export function servingState(served: Generation): Serving {
+  return { name: served.projector() === null ? 'restarting' : 'catching_up', served };
+}
+
+/**
+ * Stops the served projector so its position is final, waits until the candidate has reached that
+ * too, then swaps. The candidate's projector goes on as the served one's.
+ */
+export async function switchOver(state: Switching, ctx: SwitchContext): Promise<LifecycleState> {
+  const { served: previous, candidate, lock } = state;
+  const stillRebuilding = (): LifecycleState => {
+    // Nothing was swapped: keep serving, and projecting into, the current model.
+    if (previous.currentVersion && !ctx.stopRequested.aborted) ctx.resumeServed(previous);
+    return { name: 'rebuilding', served: previous, candidate, gainMark: null, lock };
+  };
+  // The served model gets no events until the swap: the last few batches run at full speed, and
+  // so does the candidate from now on if the switch has to wait.
+  candidate.setGiveWay(false);
+  try {
+    await previous.stopProjecting();
+    // What the served file holds once nothing writes to it: the mark the candidate must reach.
+    const final = previous.storedPositions();
+    // The candidate is at most a few batches behind the final positions; if it does not get there
+    // within the stall timeout, the served model gets its projector back and the switch waits.
+    const deadline = ctx.clock.now() + ctx.stallTimeoutMs;
+    // Checked again right before the swap, with no await in between: the keys watch moves on.
+    let reached = hasReachedAnswered(candidate, final, ctx.keys);
+    while (!reached && !ctx.stopRequested.aborted && ctx.clock.now() < deadline) {
+      await ctx.clock.sleep(20, ctx.stopRequested);
+      reached = hasReachedAnswered(candidate, final, ctx.keys);
+    }
+    if (ctx.stopRequested.aborted) return stillRebuilding();
+    if (!reached) {
+      ctx.logger.warn(
+        { candidate: candidate.file },
+        'the candidate did not reach the served model in time; serving and projecting the current one meanwhile',
+      );
+      return stillRebuilding();
+    }
+    ctx.files.promote(candidate.file);
+    ctx.files.clearNext(candidate.file);
+  } catch (error) {
+    ctx.logger.error({ err: error }, 'switching to the caught-up model failed; trying again');
+    return stillRebuilding();
+  }
+  ctx.health.switched(previous);
+  ctx.keys.end();
+  lock?.();
+  ctx.logger.info({ from: previous.file, to: candidate.file }, 'switched to the caught-up model');
+  ctx.switched?.(previous.file, candidate.file);
+  // Reads are synchronous: once this tick ends, no request holds the retired connection.
+  setImmediate(() => {
+    previous.close();
+    ctx.files.removeGeneration(previous.file);
+  });
+  return servingState(candidate);
+}
