@@ -9,7 +9,7 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
-import { operatorSkipsIn } from '../read-model/writer.js';
+import { operatorSkipsIn } from '../read-model/operator-skips.js';
 
 export class SnapshotRefused extends Error {
   readonly code = 'SNAPSHOT_REFUSED';

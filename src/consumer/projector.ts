@@ -8,7 +8,7 @@ import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
 import type { Consumption, KafkaPort, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { skipCovering, type OperatorSkip } from '../read-model/files.js';
+import { skipCovering, type OperatorSkip } from '../read-model/operator-skips.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
 

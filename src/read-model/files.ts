@@ -27,6 +27,7 @@ import {
   type Lease,
   type LockHolder,
 } from './lease-lock.js';
+import type { OperatorSkip } from './operator-skips.js';
 
 export type { LockHolder } from './lease-lock.js';
 
@@ -35,39 +36,6 @@ const buildingSuffix = '.building';
 
 export class RebuildLocked extends Error {
   readonly code = 'REBUILD_LOCKED';
-}
-
-/**
- * An operator's decision to move a partition past offsets that can never be read (`skip-batch`):
- * the served model and a proposal are moved at once, and every build from the topics (a rebuild,
- * the service's own rebuild after a projection-version change) moves past them when it meets an
- * unreadable batch among them, recording the same dead letter.
- */
-export interface OperatorSkip {
-  topic: string;
-  partition: number;
-  /** the first offset skipped (the served model's position then), or null when no model had one */
-  from: number | null;
-  through: number;
-  reason: string;
-  /** user@host */
-  by: string;
-  /** ISO time of the decision */
-  at: string;
-}
-
-/** The recorded skip that an unreadable batch (`offset`..`lastOffset`) falls in, if any. */
-export function skipCovering(
-  skips: readonly OperatorSkip[],
-  batch: { topic: string; partition: number; offset: number; lastOffset: number | null },
-): OperatorSkip | undefined {
-  return skips.find(
-    (s) =>
-      s.topic === batch.topic &&
-      s.partition === batch.partition &&
-      batch.offset <= s.through &&
-      (s.from === null || (batch.lastOffset ?? batch.offset) >= s.from),
-  );
 }
 
 export class ModelFiles {

@@ -31,7 +31,7 @@ import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js'
 import type { DeadLetterReason, DecodedMessage } from './decoded.js';
 import { offsetKey, splitOffsetKey, type RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
-import type { OperatorSkip } from './files.js';
+import { skipDetail, type OperatorSkip } from './operator-skips.js';
 
 export type { RawMessage };
 
@@ -61,34 +61,6 @@ function valueFacts(value: Buffer | null): string {
   const sha = createHash('sha256').update(value).digest('hex');
   const kept = Math.min(value.length, deadLetterPreviewBytes);
   return ` [value: ${value.length} bytes, sha256 ${sha}${kept < value.length ? `, the first ${kept} stored` : ''}]`;
-}
-
-function skipDetail(from: number, skip: Pick<OperatorSkip, 'through' | 'reason' | 'by'>): string {
-  const offsets = from === skip.through ? `offset ${from}` : `offsets ${from}–${skip.through}`;
-  return `${offsets} skipped by ${skip.by}: ${skip.reason}`;
-}
-const skipDetailPattern = /^offsets? (\d+)(?:–(\d+))? skipped by (\S+): ([\s\S]*)$/;
-
-/**
- * The operators' skips a model records as dead letters (`skipped_by_operator`), so that a snapshot
- * carries them to a new replica's data directory and that replica's rebuilds move past them too.
- */
-export function operatorSkipsIn(db: ReadModelDatabase): OperatorSkip[] {
-  const rows = db.prepare(operatorSql.operatorSkips).all() as {
-    topic: string;
-    partition: number;
-    offset: number;
-    detail: string;
-    recorded_at: string;
-  }[];
-  return rows.flatMap((row) => {
-    const parsed = skipDetailPattern.exec(row.detail);
-    if (parsed === null) return [];
-    const [, first = '', last, by = '', reason = ''] = parsed;
-    const from = Number(first);
-    const through = last === undefined ? from : Number(last);
-    return [{ topic: row.topic, partition: row.partition, from, through, by, reason, at: row.recorded_at }];
-  });
 }
 
 export class ReadModelWriter {

@@ -6,8 +6,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ModelFiles, skipCovering, type OperatorSkip } from '../../src/read-model/files.js';
-import { operatorSkipsIn } from '../../src/read-model/writer.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { operatorSkipsIn, skipCovering, type OperatorSkip } from '../../src/read-model/operator-skips.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 
