@@ -13,7 +13,7 @@ export interface ServiceConfig {
   };
   topics: Record<TopicRole, string>;
   dataDir: string;
-  http: { host: string; port: number };
+  http: { host: string; port: number; workers: number };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number };
   /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
@@ -85,7 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       apiKeys: e.TOPIC_API_KEYS,
     },
     dataDir: e.DATA_DIR,
-    http: { host: e.HTTP_HOST, port: e.HTTP_PORT },
+    http: { host: e.HTTP_HOST, port: e.HTTP_PORT, workers: e.HTTP_WORKERS },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT },
     health: {
       readyMaxLag: e.READY_MAX_LAG,

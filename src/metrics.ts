@@ -1,6 +1,7 @@
 /** Prometheus metrics of one service process (prom-client), served on the admin listener. */
 import { statSync } from 'node:fs';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { RequestMetrics } from './request-metrics.js';
 import type { LifecycleEvents } from './lifecycle/read-model-lifecycle.js';
 import { serviceStates } from './lifecycle/states.js';
 
@@ -75,13 +76,11 @@ export class ServiceMetrics {
     help: 'Switches of the served model to a caught-up candidate',
     registers: [this.registry],
   });
-  readonly httpDuration = new Histogram({
-    name: 'orders_read_model_http_request_duration_seconds',
-    help: 'API request duration by route and status code',
-    labelNames: ['method', 'route', 'status_code'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
-    registers: [this.registry],
-  });
+  /** this thread's API request metrics; other request threads keep their own (`request-metrics.ts`) */
+  readonly requests = new RequestMetrics();
+  get httpDuration(): RequestMetrics['httpDuration'] {
+    return this.requests.httpDuration;
+  }
 
   constructor(modelFile: () => string | null) {
     collectDefaultMetrics({ register: this.registry });

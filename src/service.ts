@@ -3,6 +3,7 @@
  * projectors in worker threads, candidates, switches), the public API, the admin listener, and the
  * timers that drive the lifecycle's checks. The one place, with `main.ts`, that builds clients.
  */
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
 import { startKeysWatch } from './consumer/keys-watch.js';
@@ -10,6 +11,8 @@ import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
+import { newRateTable } from './http/plugins/rate-windows.js';
+import { RequestThreads } from './http/threads/request-threads.js';
 import { kafkaPortOf } from './kafka/client.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './lifecycle/clock.js';
@@ -18,6 +21,8 @@ import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-li
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
+import type { ViewSink } from './read-model/read-view.js';
+import { metricsText, requestThreadMetrics } from './request-metrics.js';
 import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
 import { startTracing } from './tracing/tracing.js';
 
@@ -30,6 +35,8 @@ export interface RunningService {
   lifecycle: ReadModelLifecycle;
   /** the served model's projector, for diagnostics; null while none runs */
   projector: () => RunningProjector | null;
+  /** the request threads beside the main thread (HTTP_WORKERS > 1), for diagnostics */
+  requestThreads: RequestThreads | null;
   /** Stops accepting requests, finishes in-flight ones, stops the projectors, closes the models. */
   close(): Promise<void>;
 }
@@ -76,6 +83,13 @@ async function startServing(
   const requests = newRequestCounter();
   let lifecycle: ReadModelLifecycle | null = null;
   const metrics = new ServiceMetrics(() => lifecycle?.servedFile() ?? null);
+  // The request threads start once the main thread listens (they take its port); views published
+  // before that reach them as their first.
+  let threads: RequestThreads | null = null;
+  const views: ViewSink = {
+    publish: (view) => threads?.publish(view),
+    settled: () => threads?.settled() ?? Promise.resolve(),
+  };
   lifecycle = new ReadModelLifecycle({
     files,
     topics: config.topics,
@@ -86,22 +100,67 @@ async function startServing(
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
-    startKeysWatch: (groupId) => startKeysWatch({ port: kafka, topics: config.topics, groupId, logger }),
+    startKeysWatch: (groupId, moved) =>
+      startKeysWatch({
+        port: kafka,
+        topics: config.topics,
+        groupId,
+        logger,
+        file: join(config.dataDir, 'keys-watch.sqlite'),
+        moved,
+      }),
     events: metrics.lifecycleEvents(),
+    ...(config.http.workers > 1 ? { views } : {}),
   });
   const running = lifecycle;
   running.start();
 
+  const rateTable = newRateTable(Date.now());
   const app = await buildApp({
     readerOf: () => running.reads,
     logger,
-    metrics,
+    metrics: metrics.requests,
     rateLimit: config.rateLimit,
+    rateTable,
     requests,
     tracing,
   });
-  const admin = await buildAdminApp({ health: () => running.health(), metrics, logger });
-  await app.listen({ host: config.http.host, port: config.http.port });
+  const admin = await buildAdminApp({
+    health: () => running.health(),
+    metrics: async () =>
+      metricsText(metrics.registry, [
+        await metrics.requests.snapshot(),
+        ...((await threads?.snapshots()) ?? []),
+      ]),
+    logger,
+  });
+  const reusePort = config.http.workers > 1;
+  // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
+  await app.listen({ host: config.http.host, port: config.http.port, reusePort } as {
+    host: string;
+    port: number;
+  });
+  if (reusePort) {
+    threads = new RequestThreads({
+      count: config.http.workers - 1,
+      config,
+      port: listeningPort(app),
+      logger,
+      requests,
+      rateTable,
+      view: () => running.readView(),
+    });
+    requestThreadMetrics(metrics.registry, threads);
+    try {
+      await threads.start();
+    } catch (error) {
+      await threads.stop();
+      await app.close();
+      await running.stop();
+      await kafka.close();
+      throw error;
+    }
+  }
   await admin.listen({ host: config.admin.host, port: config.admin.port });
 
   const lagTimer = repeat(config.health.lagCheckIntervalMs, () =>
@@ -132,10 +191,12 @@ async function startServing(
     lifecycle: running,
     health: () => running.health(),
     projector: () => running.servedProjector(),
+    requestThreads: threads,
     close: async () => {
       lagTimer.stop();
       proposalTimer.stop();
       await app.close();
+      await threads?.stop();
       await admin.close();
       await running.stop();
       await kafka.close();
@@ -144,6 +205,12 @@ async function startServing(
       servingLock.release();
     },
   };
+}
+
+function listeningPort(app: FastifyInstance): number {
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('the API listens on no TCP port');
+  return address.port;
 }
 
 /** Runs `task` every `ms`, never two at once; a failing task is logged by the caller and tried again. */

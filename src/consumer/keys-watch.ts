@@ -1,5 +1,6 @@
 /**
- * The keys topic alone, projected into memory in the main thread. It runs while the served model is
+ * The keys topic alone, projected in the main thread into a file of its own that request threads
+ * read too (created anew at each start, removed at the stop). It runs while the served model is
  * of an older projection version (nobody projects into it while its successor is built), so that
  * an issue or a revocation counts within a second however busy the rebuild's thread is: the keys
  * topic is small, and its batches cost the event loop next to nothing.
@@ -7,13 +8,15 @@
 import { roleOfTopic } from '../config.js';
 import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { openReadModel } from '../read-model/database.js';
+import { openReadModel, removeModelFile } from '../read-model/database.js';
 import { ReadModelReader } from '../read-model/reader.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import type { TopicRole } from '../../schemas/events.js';
 import { decodeBatch } from './decode.js';
 
 export interface KeysWatch {
+  /** its model file, which request threads open read-only */
+  file: string;
   positions(): ReadonlyMap<string, number>;
   orgOfKeyHash(keySha256: string): number | null;
   stop(): Promise<void>;
@@ -32,8 +35,13 @@ export async function startKeysWatch(options: {
   topics: Record<TopicRole, string>;
   groupId: string;
   logger: Logger;
+  /** where the watch keeps its model; whatever is there is replaced */
+  file: string;
+  /** a batch is committed: the keys it holds may have changed */
+  moved?: () => void;
 }): Promise<KeysWatch> {
-  const db = openReadModel(':memory:');
+  removeModelFile(options.file);
+  const db = openReadModel(options.file);
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
   const reader = new ReadModelReader(db);
   const positions = new Map<string, number>();
@@ -51,6 +59,7 @@ export async function startKeysWatch(options: {
         );
         if (outcome.nextOffset !== null)
           positions.set(offsetKey(batch.topic, batch.partition), outcome.nextOffset);
+        options.moved?.();
       },
     });
   let consumption: Consumption | null;
@@ -58,6 +67,7 @@ export async function startKeysWatch(options: {
     consumption = await consume();
   } catch (error) {
     db.close();
+    removeModelFile(options.file);
     throw error;
   }
   let stopped = false;
@@ -103,6 +113,7 @@ export async function startKeysWatch(options: {
     'watching the keys topic while the served model is rebuilt',
   );
   return {
+    file: options.file,
     positions: () => positions,
     orgOfKeyHash: (hash) => reader.orgOfKeyHash(hash),
     stop: async () => {
@@ -114,6 +125,7 @@ export async function startKeysWatch(options: {
         await running?.stop();
       } finally {
         db.close();
+        removeModelFile(options.file);
       }
     },
   };

@@ -1,12 +1,13 @@
 /** The admin listener: liveness, readiness and Prometheus metrics, outside the public base path. */
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Logger } from '../logger.js';
-import type { ServiceMetrics } from '../metrics.js';
+import { Registry } from 'prom-client';
 import type { HealthReport } from '../lifecycle/read-model-lifecycle.js';
 
 export async function buildAdminApp(deps: {
   health: () => HealthReport;
-  metrics: ServiceMetrics;
+  /** the Prometheus text of the process, with every request thread's request metrics */
+  metrics: () => Promise<string>;
   logger: Logger;
 }): Promise<FastifyInstance> {
   // Probes and scrapes arrive every few seconds: their request lines stay below the default level.
@@ -18,8 +19,8 @@ export async function buildAdminApp(deps: {
     return reply.code(report.ready ? 200 : 503).send(report);
   });
   app.get('/metrics', async (_request, reply) => {
-    const body = await deps.metrics.registry.metrics();
-    return reply.type(deps.metrics.registry.contentType).send(body);
+    const body = await deps.metrics();
+    return reply.type(Registry.PROMETHEUS_CONTENT_TYPE).send(body);
   });
   await app.ready();
   return app;

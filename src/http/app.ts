@@ -8,7 +8,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { z } from 'zod';
 import { API_PREFIX } from '../../schemas/api.js';
 import type { Logger } from '../logger.js';
-import type { ServiceMetrics } from '../metrics.js';
+import type { RequestMetrics } from '../request-metrics.js';
 import type { ApiReads } from '../read-model/reader.js';
 import type { Tracing } from '../tracing/spans.js';
 import { authenticate } from './auth.js';
@@ -28,9 +28,11 @@ export interface AppDeps {
   /** the reader of the live generation, asked on every request (it changes when a rebuild is promoted) */
   readerOf: () => ApiReads;
   logger: Logger;
-  metrics?: ServiceMetrics;
+  metrics?: Pick<RequestMetrics, 'httpDuration'>;
   /** per-key request limit; absent or max 0: no limit */
   rateLimit?: RateLimit;
+  /** the limit's windows, shared by every request thread (`plugins/rate-windows.ts`); absent: this app's own */
+  rateTable?: SharedArrayBuffer;
   /** shared memory counting requests, for projectors that give way to them (`consumer/pacing.ts`) */
   requests?: Int32Array;
   /** other compression settings than the chosen ones (`plugins/compression.ts`), for the benchmark */
@@ -74,7 +76,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       openApiRoute(api, app);
       await api.register(async (secured) => {
         authentication(secured, authenticated);
-        await rateLimiting(secured, deps.rateLimit);
+        await rateLimiting(secured, deps.rateLimit, deps.rateTable);
         await secured.register(orderListRoute(deps.readerOf));
         await secured.register(orderArticlesRoute(deps.readerOf));
       });

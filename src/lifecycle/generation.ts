@@ -9,7 +9,8 @@ import { offsetKey, type Positions, type UnreadableBatch } from '../kafka/port.j
 import type { Logger } from '../logger.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
-import { ReadModelReader } from '../read-model/reader.js';
+import { newRefId, type ModelRef } from '../read-model/read-view.js';
+import { newCacheEpochs, ReadModelReader } from '../read-model/reader.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { givesWay, newGiveWayFlag, setGiveWay } from '../shared-flags.js';
 import type { Clock } from './clock.js';
@@ -23,6 +24,8 @@ export interface ProjectorDeps {
   backoff?: Backoff;
   /** the keys topic: a batch of it makes the reader look keys up again */
   apiKeysTopic: string;
+  /** a batch of the keys topic is committed: the model keys are looked up in may change */
+  keysMoved?: () => void;
 }
 
 export interface ProjectorEvents {
@@ -69,11 +72,28 @@ export class Generation {
     /** false for a file of an older projection version: served read-only, never projected into */
     readonly currentVersion: boolean,
   ) {
-    this.reader = new ReadModelReader(db, { cacheKeys: currentVersion, cacheChanges: currentVersion });
+    this.reader = new ReadModelReader(db, {
+      cacheKeys: currentVersion,
+      cacheChanges: currentVersion,
+      epochs: this.cacheEpochs,
+    });
     this.selectOffsets = db.prepare(writeSql.selectOffsets);
   }
 
   readonly reader: ReadModelReader;
+  /** shared with the readers of this file in the request threads: a commit makes all of them forget */
+  private readonly cacheEpochs = newCacheEpochs();
+  private readonly refId = newRefId();
+
+  /** The file as request threads open it (`read-model/read-view.ts`). */
+  ref(): ModelRef {
+    return {
+      id: this.refId,
+      file: this.file,
+      currentVersion: this.currentVersion,
+      epochs: this.currentVersion ? this.cacheEpochs : null,
+    };
+  }
 
   /**
    * Opens a model file for serving: migrates it first (before any reader opens it), then the API's
@@ -165,6 +185,7 @@ export class Generation {
             // the lifecycle's queue: a request after this must not be answered from the cache.
             if (topic === deps.apiKeysTopic) this.reader.forgetKeys();
             this.reader.forgetChanges();
+            if (topic === deps.apiKeysTopic) deps.keysMoved?.();
             events.batchApplied(topic, partition, outcome);
           },
           onUnreadable: events.unreadable,

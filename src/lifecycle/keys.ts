@@ -5,12 +5,20 @@
 import type { KeysWatch } from '../consumer/keys-watch.js';
 import type { Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
+import { newRefId, type ModelRef } from '../read-model/read-view.js';
 import { hasReached, type Generation } from './generation.js';
 
 type KeyLookup = Pick<Generation['reader'], 'orgOfKeyHash'>;
 
+/** Where keys are looked up: the reader in this thread, and the file as other request threads open it. */
+export interface KeySource {
+  reader: KeyLookup;
+  ref: ModelRef;
+}
+
 /** The keys watch: none, starting (its consumer joining), or running. */
-type WatchSlot = { kind: 'none' } | { kind: 'starting' } | { kind: 'running'; watch: KeysWatch };
+type WatchSlot =
+  { kind: 'none' } | { kind: 'starting' } | { kind: 'running'; watch: KeysWatch; ref: ModelRef };
 
 export class Keys {
   private slot: WatchSlot = { kind: 'none' };
@@ -22,6 +30,8 @@ export class Keys {
       startKeysWatch?: () => Promise<KeysWatch>;
       /** hands a watch that has started back to the lifecycle's queue (`started`) */
       post: (command: () => void) => void;
+      /** the watch started or ended: the source of keys may change */
+      changed?: () => void;
     },
   ) {}
 
@@ -30,20 +40,23 @@ export class Keys {
    * revocation counts as soon as any of them has applied it: the served model, the candidate, or,
    * while the served model gets no events, the keys watch.
    */
-  readerFor(served: Generation, candidate: Generation | null): KeyLookup {
-    let best: { positions: Positions; reader: KeyLookup } = {
-      positions: served.positions(),
-      reader: served.reader,
-    };
-    const watch = this.running();
+  sourceFor(served: Generation, candidate: Generation | null): KeySource {
+    const ofGeneration = (generation: Generation): { positions: Positions; source: KeySource } => ({
+      positions: generation.positions(),
+      source: { reader: generation.reader, ref: generation.ref() },
+    });
+    let best = ofGeneration(served);
+    const slot = this.slot;
     const others = [
-      ...(candidate === null ? [] : [{ positions: candidate.positions(), reader: candidate.reader }]),
-      ...(watch === null ? [] : [{ positions: watch.positions(), reader: watch }]),
+      ...(candidate === null ? [] : [ofGeneration(candidate)]),
+      ...(slot.kind === 'running'
+        ? [{ positions: slot.watch.positions(), source: { reader: slot.watch, ref: slot.ref } }]
+        : []),
     ];
     for (const other of others) {
       if (hasReached(other.positions, best.positions, this.options.apiKeysTopic)) best = other;
     }
-    return best.reader;
+    return best.source;
   }
 
   /** Whether `candidate` holds every key the watch may have answered from (all of them, with no watch). */
@@ -75,7 +88,10 @@ export class Keys {
   end(): void {
     const watch = this.running();
     this.slot = { kind: 'none' };
-    if (watch !== null) this.stopWatch(watch);
+    if (watch !== null) {
+      this.options.changed?.();
+      this.stopWatch(watch);
+    }
   }
 
   /** Stops the watch and waits for it (the service stops). */
@@ -93,7 +109,12 @@ export class Keys {
     }
     // It outlives its consumer's failures (it resumes from its own positions), so that the keys
     // it has answered are never forgotten while it is needed.
-    this.slot = { kind: 'running', watch };
+    this.slot = {
+      kind: 'running',
+      watch,
+      ref: { id: newRefId(), file: watch.file, currentVersion: true, epochs: null },
+    };
+    this.options.changed?.();
   }
 
   private running(): KeysWatch | null {

@@ -13,7 +13,13 @@ export class LifecycleMachine {
   private readonly mailbox: Mailbox;
 
   constructor(
-    private readonly options: { logger: Logger; events?: LifecycleEvents; strictTransitions?: boolean },
+    private readonly options: {
+      logger: Logger;
+      events?: LifecycleEvents;
+      strictTransitions?: boolean;
+      /** after every move, allowed ones only (the same name included) */
+      moved?: () => void;
+    },
   ) {
     const { logger } = options;
     this.mailbox = new Mailbox((command, error) => {
@@ -44,7 +50,9 @@ export class LifecycleMachine {
 
   /** The first state, at `start()`. */
   begin(first: LifecycleState): void {
-    this.value ??= first;
+    if (this.value !== null) return;
+    this.value = first;
+    this.options.moved?.();
   }
 
   moveTo(next: LifecycleState): void {
@@ -56,6 +64,7 @@ export class LifecycleMachine {
       return;
     }
     this.value = next;
+    this.options.moved?.();
     if (from === next.name) return;
     logger.info({ from, to: next.name }, 'service state changed');
     events?.stateChanged?.(from, next.name, true);

@@ -5,6 +5,7 @@ import type { StartProjector } from '../consumer/projector-handle.js';
 import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';
+import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
 import type { PartitionLag } from './readiness.js';
@@ -35,8 +36,13 @@ export interface LifecycleOptions {
   stallTimeoutMs: number;
   backoff?: Backoff;
   events?: LifecycleEvents;
-  /** the keys topic alone, read in this thread while the served model gets no events (a version rebuild) */
-  startKeysWatch?: (groupId: string) => Promise<KeysWatch>;
+  /**
+   * the keys topic alone, read in this thread while the served model gets no events (a version
+   * rebuild); `moved` after each committed batch
+   */
+  startKeysWatch?: (groupId: string, moved: () => void) => Promise<KeysWatch>;
+  /** the request threads, told each view the API answers from (none: this thread alone answers) */
+  views?: ViewSink;
   /** a candidate that gains less than a tenth of its distance to the served model over this long stops giving way (default 30 s) */
   candidateGainWindowMs?: number;
   /** a transition outside the table throws (tests); otherwise it is refused, logged and counted */

@@ -6,12 +6,13 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { PartitionEnds } from '../kafka/port.js';
+import { readsOf, type ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
 import { Candidates, paceCandidate } from './candidate.js';
 import { Generation } from './generation.js';
 import { startProjecting, type ProjectorContext } from './projector-events.js';
 import { Health, type HealthReport } from './health.js';
-import { Keys } from './keys.js';
+import { Keys, type KeySource } from './keys.js';
 import { LifecycleMachine } from './machine.js';
 import type { LifecycleOptions } from './options.js';
 import {
@@ -34,29 +35,35 @@ export class ReadModelLifecycle {
   private readonly candidates: Candidates;
   private readonly projectors: ProjectorContext;
 
-  /** What the HTTP API reads: the served model, and keys from whichever model has read furthest on the keys topic. */
-  readonly reads: ApiReads = {
-    orderPage: (query) => this.current.served.reader.orderPage(query),
-    articlesOfOrder: (orgId, orderId) => this.current.served.reader.articlesOfOrder(orgId, orderId),
-    orgOfKeyHash: (hash) =>
-      this.keys.readerFor(this.current.served, candidateOf(this.current)).orgOfKeyHash(hash),
-    orgChanges: (orgId) => this.current.served.reader.orgChanges(orgId),
-    orderChanges: (orderId) => this.current.served.reader.orderChanges(orderId),
-    modelIdentity: () => this.current.served.reader.modelIdentity(),
-  };
+  /**
+   * What the API answers from: the served model, and keys from whichever model has read furthest on
+   * the keys topic. Worked out again whenever either may change (a move of the state, a committed
+   * batch of the keys topic, the keys watch), and published to the request threads as it changes.
+   */
+  private view: { seq: number; served: Generation; keys: KeySource } | null = null;
+  private viewReads: { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> } | null = null;
+  /** generations switched away from, closed and deleted once no request thread reads them */
+  private readonly retiring = new Set<Promise<void>>();
+
+  /** What the HTTP API of this thread reads (`readView()` for the others). */
+  readonly reads: ApiReads = readsOf(() => this.viewReads ?? this.refreshView());
 
   constructor(private readonly options: LifecycleOptions) {
     const { logger, clock, startKeysWatch } = options;
-    this.machine = new LifecycleMachine(options);
+    this.machine = new LifecycleMachine({ ...options, moved: () => this.refreshView() });
     this.health_ = new Health(options);
     this.candidates = new Candidates(options);
     this.keys = new Keys({
       apiKeysTopic: options.topics.apiKeys,
       logger,
       post: (command) => this.machine.send('keys watch', command),
+      changed: () => this.refreshView(),
       ...(startKeysWatch === undefined
         ? {}
-        : { startKeysWatch: () => startKeysWatch(`${options.groupId}.keys.${clock.now()}`) }),
+        : {
+            startKeysWatch: () =>
+              startKeysWatch(`${options.groupId}.keys.${clock.now()}`, () => this.refreshView()),
+          }),
     });
     this.projectors = {
       machine: this.machine,
@@ -67,6 +74,7 @@ export class ReadModelLifecycle {
         clock,
         logger,
         apiKeysTopic: options.topics.apiKeys,
+        keysMoved: () => this.refreshView(),
         ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
       },
       ...(options.events === undefined ? {} : { events: options.events }),
@@ -91,6 +99,13 @@ export class ReadModelLifecycle {
         'the served model is of an older projection version',
       );
     this.checkProposals();
+  }
+
+  /** The view the API answers from now, as request threads open it. */
+  readView(): ReadView {
+    if (this.view === null) this.refreshView();
+    const view = this.view as NonNullable<typeof this.view>;
+    return { seq: view.seq, served: view.served.ref(), keys: view.keys.ref };
   }
 
   state(): ServiceState {
@@ -222,7 +237,40 @@ export class ReadModelLifecycle {
       ...(events?.switched === undefined ? {} : { switched: events.switched }),
     });
     this.machine.moveTo(next);
+    if (next.served !== state.served) this.retire(state.served);
     if (isServing(next)) void this.checkLag().catch(() => undefined);
+  }
+
+  /** Closes and deletes a generation switched away from, once no request thread reads it. */
+  private retire(previous: Generation): void {
+    const retired = (async () => {
+      await this.options.views?.settled();
+      // Reads are synchronous: once this tick ends, no request of this thread holds the connection.
+      await new Promise((resolve) => setImmediate(resolve));
+      previous.close();
+      this.options.files.removeGeneration(previous.file);
+    })().catch((error: unknown) =>
+      this.options.logger.error({ err: error, file: previous.file }, 'retiring a switched-from model failed'),
+    );
+    this.retiring.add(retired);
+    void retired.finally(() => this.retiring.delete(retired));
+  }
+
+  /** Works out what the API answers from, and publishes it when that changed. */
+  private refreshView(): NonNullable<typeof this.viewReads> {
+    const state = this.current;
+    // Stopping closes the models: the API answers from the last view until it has stopped.
+    if (this.viewReads !== null && (state.name === 'stopping' || state.name === 'stopped'))
+      return this.viewReads;
+    const served = state.served;
+    const keys = this.keys.sourceFor(served, candidateOf(state));
+    const last = this.view;
+    if (last === null || last.served !== served || last.keys.ref.id !== keys.ref.id) {
+      this.view = { seq: (last?.seq ?? 0) + 1, served, keys };
+      this.viewReads = { served: served.reader, keys: keys.reader };
+      this.options.views?.publish(this.readView());
+    }
+    return this.viewReads as NonNullable<typeof this.viewReads>;
   }
 
   private async stopAll(): Promise<void> {
@@ -232,7 +280,12 @@ export class ReadModelLifecycle {
     const candidate = candidateOf(state);
     const lock = state.name === 'rebuilding' ? state.lock : null;
     this.machine.moveTo({ name: 'stopping', served, candidate, lock });
-    await Promise.all([served.stopProjecting(), candidate?.stopProjecting(), this.keys.stop()]);
+    await Promise.all([
+      served.stopProjecting(),
+      candidate?.stopProjecting(),
+      this.keys.stop(),
+      ...this.retiring,
+    ]);
     served.close();
     candidate?.close();
     lock?.();

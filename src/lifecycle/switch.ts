@@ -87,10 +87,6 @@ export async function switchOver(state: Switching, ctx: SwitchContext): Promise<
   lock?.();
   ctx.logger.info({ from: previous.file, to: candidate.file }, 'switched to the caught-up model');
   ctx.switched?.(previous.file, candidate.file);
-  // Reads are synchronous: once this tick ends, no request holds the retired connection.
-  setImmediate(() => {
-    previous.close();
-    ctx.files.removeGeneration(previous.file);
-  });
+  // The lifecycle closes and deletes the previous file once no request thread reads it.
   return servingState(candidate);
 }

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { PROJECTION_VERSION, schemaSqlFile } from '../../projections/orders/schema.js';
 
@@ -141,4 +141,9 @@ function assertProjectionVersion(db: ReadModelDatabase, file: string): void {
     db.close();
     throw new ProjectionVersionMismatch(file, found, PROJECTION_VERSION);
   }
+}
+
+/** Deletes a model file with its -wal and -shm files, if they exist. */
+export function removeModelFile(file: string): void {
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
 }

@@ -75,6 +75,20 @@ export interface ReaderOptions {
    * report never arrives (a thread that dies right after it).
    */
   cacheChanges?: boolean;
+  /**
+   * Where `forgetKeys()` and `forgetChanges()` are counted (`newCacheEpochs`): readers of one file
+   * in several threads share it, so that a commit reported to one makes every one of them forget.
+   */
+  epochs?: Int32Array;
+}
+
+/** Slots of a reader's cache epochs: each moves when the caches of that kind must be forgotten. */
+const keysEpoch = 0;
+const changesEpoch = 1;
+
+/** Cache epochs in shared memory, for the readers of one model file in every thread. */
+export function newCacheEpochs(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
 }
 
 /** How long a remembered change counter is trusted without a report of a commit. */
@@ -150,6 +164,9 @@ export class ReadModelReader {
     this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
     this.keyCache = options.cacheKeys === true ? new Map() : null;
     this.changeCache = options.cacheChanges === true ? new Map() : null;
+    this.epochs = options.epochs ?? newCacheEpochs();
+    this.keysEpochSeen = Atomics.load(this.epochs, keysEpoch);
+    this.changesEpochSeen = Atomics.load(this.epochs, changesEpoch);
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
 
@@ -174,16 +191,24 @@ export class ReadModelReader {
     return this.changeCounter('orderChanges', `a${orderId}`, orderId);
   }
 
-  /** Forgets remembered change counters: call after every commit to the file. */
+  /** Forgets remembered change counters, in every reader sharing its epochs: call after every commit to the file. */
   forgetChanges(): void {
-    this.changeCache?.clear();
-    this.changeCacheSince = performance.now();
+    Atomics.add(this.epochs, changesEpoch, 1);
   }
+
+  private readonly epochs: Int32Array;
+  private keysEpochSeen: number;
+  private changesEpochSeen: number;
 
   private changeCounter(statement: ChangeStatement, key: string, id: number): number {
     const cache = this.changeCache;
     if (cache !== null) {
-      if (performance.now() - this.changeCacheSince > changesCacheMs) this.forgetChanges();
+      const epoch = Atomics.load(this.epochs, changesEpoch);
+      if (epoch !== this.changesEpochSeen || performance.now() - this.changeCacheSince > changesCacheMs) {
+        cache.clear();
+        this.changesEpochSeen = epoch;
+        this.changeCacheSince = performance.now();
+      }
       const cached = cache.get(key);
       if (cached !== undefined) return cached;
     }
@@ -200,6 +225,13 @@ export class ReadModelReader {
   private changeCacheSince = performance.now();
 
   orgOfKeyHash(keySha256: string): number | null {
+    if (this.keyCache !== null) {
+      const epoch = Atomics.load(this.epochs, keysEpoch);
+      if (epoch !== this.keysEpochSeen) {
+        this.keyCache.clear();
+        this.keysEpochSeen = epoch;
+      }
+    }
     const cached = this.keyCache?.get(keySha256);
     if (cached !== undefined) return cached;
     const row = this.statements.orgOfActiveKey.get(keySha256) as { org_id: number } | undefined;
@@ -212,9 +244,9 @@ export class ReadModelReader {
     return orgId;
   }
 
-  /** Drops remembered keys: call after committing api-keys events (issues, revocations). */
+  /** Drops remembered keys, in every reader sharing its epochs: call after committing api-keys events (issues, revocations). */
   forgetKeys(): void {
-    this.keyCache?.clear();
+    Atomics.add(this.epochs, keysEpoch, 1);
   }
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */

@@ -1,4 +1,5 @@
 /** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
+import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DomainEvent } from '../../schemas/events.js';
 import { startKeysWatch } from '../../src/consumer/keys-watch.js';
@@ -60,8 +61,15 @@ export function lifecycleFixture(
     endOffsets: (topics) => kafka.endOffsets(topics),
     ...(options.keysWatch === true
       ? {
-          startKeysWatch: async (groupId: string) => {
-            const watch = await startKeysWatch({ port: kafka, topics: testTopics, groupId, logger });
+          startKeysWatch: async (groupId: string, moved: () => void) => {
+            const watch = await startKeysWatch({
+              port: kafka,
+              topics: testTopics,
+              groupId,
+              logger,
+              file: join(dataDir, 'keys-watch.sqlite'),
+              moved,
+            });
             keysWatches.started += 1;
             return {
               ...watch,

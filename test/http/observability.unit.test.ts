@@ -104,7 +104,7 @@ describe('request metrics', () => {
     await get(`${v1}/nowhere`, 1);
     await app.close();
     model.db.close();
-    const text = await metrics.registry.metrics();
+    const text = await metrics.requests.registry.metrics();
     const count = (route: string, status: number): number =>
       Number(
         new RegExp(

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import { countRequest } from '../../shared-flags.js';
-import type { ServiceMetrics } from '../../metrics.js';
+import type { RequestMetrics } from '../../request-metrics.js';
 
 export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
   genReqId: (request) => {
@@ -18,7 +18,7 @@ export function echoRequestId(request: FastifyRequest, reply: FastifyReply): voi
 
 export function observability(
   app: FastifyInstance,
-  metrics: ServiceMetrics | undefined,
+  metrics: Pick<RequestMetrics, 'httpDuration'> | undefined,
   requests: Int32Array | undefined,
 ): void {
   // Set when the request arrives, not in onSend: every answer after it keeps its headers, and a

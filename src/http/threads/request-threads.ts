@@ -1,0 +1,216 @@
+/**
+ * The request threads beside the main thread (HTTP_WORKERS − 1 of them): started on the main
+ * thread's port, told every view the lifecycle publishes, asked for their request metrics, and
+ * restarted with backoff when one dies. A view is settled once every thread answers from it; a
+ * thread that does not within `settleTimeoutMs` is ended (and restarted), so that no thread ever
+ * answers from a file the lifecycle has retired.
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { ServiceConfig } from '../../config.js';
+import type { Logger } from '../../logger.js';
+import type { ReadView, ViewSink } from '../../read-model/read-view.js';
+import type { MetricsJson } from '../../request-metrics.js';
+import type { ViewAck, ViewMessage } from './view-follower.js';
+import type { FromRequestThread, RequestThreadData, ToRequestThread } from './messages.js';
+
+const threadUrl = import.meta.url.endsWith('.js')
+  ? new URL('./request-thread.js', import.meta.url)
+  : new URL('./request-thread.mjs', import.meta.url);
+
+/** How long a thread may take to follow a view before it is ended. */
+const settleTimeoutMs = 5000;
+/** How long a scrape waits for a thread's metrics. */
+const metricsTimeoutMs = 2000;
+/** Delays before starting a thread that died again: doubling from 1 s, at most 10 s. */
+const restart = { initialMs: 1000, maxMs: 10_000 };
+
+interface RequestThread {
+  index: number;
+  worker: Worker;
+  viewPort: MessagePort;
+  /** the view it has acknowledged answering from; 0 before its first */
+  following: number;
+  listening: boolean;
+}
+
+export interface RequestThreadsOptions {
+  /** threads beside the main thread */
+  count: number;
+  config: ServiceConfig;
+  /** the port the main thread listens on */
+  port: number;
+  logger: Logger;
+  requests: Int32Array;
+  rateTable: SharedArrayBuffer;
+  /** the view to start a thread with */
+  view: () => ReadView;
+}
+
+export class RequestThreads implements ViewSink {
+  private readonly published = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  private readonly threads = new Map<number, RequestThread>();
+  private readonly waiting = new Set<() => void>();
+  private readonly restartTimers = new Set<NodeJS.Timeout>();
+  private failures = 0;
+  private stopping = false;
+  private lastMetricsId = 0;
+  /** threads started again after dying */
+  restarts = 0;
+
+  constructor(private readonly options: RequestThreadsOptions) {}
+
+  /** Starts every thread; rejects if one cannot listen. */
+  async start(): Promise<void> {
+    const started = [];
+    for (let index = 1; index <= this.options.count; index++) started.push(this.spawn(index));
+    await Promise.all(started);
+  }
+
+  /** Threads answering now. */
+  size(): number {
+    return [...this.threads.values()].filter((thread) => thread.listening).length;
+  }
+
+  publish(view: ReadView): void {
+    for (const thread of this.threads.values())
+      thread.viewPort.postMessage({ type: 'view', view } satisfies ViewMessage);
+    // After the posts: a thread that sees the number moved finds the view already on its port.
+    Atomics.store(this.published, 0, view.seq);
+  }
+
+  async settled(): Promise<void> {
+    const seq = Atomics.load(this.published, 0);
+    const behind = (): RequestThread[] => [...this.threads.values()].filter((t) => t.following < seq);
+    if (behind().length === 0) return;
+    const timer = setTimeout(() => {
+      for (const thread of behind()) {
+        this.options.logger.error(
+          { thread: thread.index, view: seq, following: thread.following },
+          'a request thread did not follow the served model in time; it is ended and started again',
+        );
+        void thread.worker.terminate();
+      }
+    }, settleTimeoutMs);
+    await new Promise<void>((resolve) => {
+      const check = (): void => {
+        if (behind().length > 0) return;
+        this.waiting.delete(check);
+        resolve();
+      };
+      this.waiting.add(check);
+      check();
+    });
+    clearTimeout(timer);
+  }
+
+  /** Every thread's request metrics; a thread that does not answer in time is left out of this scrape. */
+  async snapshots(): Promise<MetricsJson[]> {
+    const answers = [...this.threads.values()].map(
+      (thread) =>
+        new Promise<MetricsJson | null>((resolve) => {
+          const id = ++this.lastMetricsId;
+          const timer = setTimeout(() => done(null), metricsTimeoutMs);
+          const onMessage = (message: FromRequestThread): void => {
+            if (message.type === 'metrics' && message.id === id) done(message.metrics);
+          };
+          const done = (metrics: MetricsJson | null): void => {
+            clearTimeout(timer);
+            thread.worker.off('message', onMessage);
+            resolve(metrics);
+          };
+          thread.worker.on('message', onMessage);
+          thread.worker.postMessage({ type: 'metrics', id } satisfies ToRequestThread);
+        }),
+    );
+    return (await Promise.all(answers)).filter((metrics) => metrics !== null);
+  }
+
+  /** Ends a thread as a crash would (fault tests). */
+  async terminate(index: number): Promise<void> {
+    await this.threads.get(index)?.worker.terminate();
+  }
+
+  /** Stops every thread after its in-flight requests. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const timer of this.restartTimers) clearTimeout(timer);
+    await Promise.all(
+      [...this.threads.values()].map(async (thread) => {
+        const exited = new Promise((resolve) => thread.worker.once('exit', resolve));
+        thread.worker.postMessage({ type: 'stop' } satisfies ToRequestThread);
+        await exited;
+      }),
+    );
+  }
+
+  private spawn(index: number): Promise<void> {
+    const { config, port, requests, rateTable, logger } = this.options;
+    const channel = new MessageChannel();
+    const view = this.options.view();
+    const worker = new Worker(threadUrl, {
+      workerData: {
+        index,
+        config,
+        port,
+        view,
+        published: this.published,
+        viewPort: channel.port2,
+        requests,
+        rateTable,
+      } satisfies RequestThreadData,
+      transferList: [channel.port2],
+      // Not the parent's flags: a test runner's loader flags must not reach the thread.
+      execArgv: [],
+    });
+    const thread: RequestThread = { index, worker, viewPort: channel.port1, following: 0, listening: false };
+    this.threads.set(index, thread);
+    channel.port1.on('message', (ack: ViewAck) => {
+      thread.following = Math.max(thread.following, ack.seq);
+      for (const check of [...this.waiting]) check();
+    });
+    return new Promise<void>((resolve, reject) => {
+      worker.on('message', (message: FromRequestThread) => {
+        if (message.type === 'listening') {
+          thread.listening = true;
+          this.failures = 0;
+          resolve();
+        } else if (message.type === 'failed') {
+          const error = new Error(`request thread ${index} failed: ${message.message}`);
+          if (message.stack !== undefined) error.stack = message.stack;
+          logger.error({ err: error, thread: index }, 'a request thread failed');
+          reject(error);
+        } else if (message.type === 'warning') {
+          process.emitWarning(message.message, message.name);
+        }
+      });
+      worker.on('error', (error: Error) => {
+        logger.error({ err: error, thread: index }, 'a request thread failed');
+        reject(error);
+      });
+      worker.on('exit', (code) => {
+        channel.port1.close();
+        this.threads.delete(index);
+        for (const check of [...this.waiting]) check();
+        reject(new Error(`request thread ${index} exited with code ${code} while starting`));
+        if (this.stopping) return;
+        this.restartLater(index, code);
+      });
+    });
+  }
+
+  private restartLater(index: number, code: number): void {
+    const delay = Math.min(restart.maxMs, restart.initialMs * 2 ** Math.min(this.failures, 10));
+    this.failures += 1;
+    this.options.logger.error(
+      { thread: index, exitCode: code, restartInMs: delay },
+      'a request thread ended; it is started again',
+    );
+    const timer = setTimeout(() => {
+      this.restartTimers.delete(timer);
+      if (this.stopping) return;
+      this.restarts += 1;
+      this.spawn(index).catch(() => undefined);
+    }, delay);
+    this.restartTimers.add(timer);
+  }
+}

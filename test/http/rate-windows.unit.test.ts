@@ -1,0 +1,66 @@
+import { Worker } from 'node:worker_threads';
+import { describe, expect, it } from 'vitest';
+import { newRateTable, RateWindows } from '../../src/http/plugins/rate-windows.js';
+
+const limit = { max: 5, windowMs: 1000 };
+
+describe('rate windows in shared memory', () => {
+  it('count the requests of one key against one window whichever RateWindows counts them', () => {
+    let now = 1_000_000;
+    const clock = (): number => now;
+    const table = newRateTable(now);
+    const [a, b] = [new RateWindows(limit, clock, table), new RateWindows(limit, clock, table)];
+    expect(a.take('k').count).toBe(1);
+    expect(b.take('k').count).toBe(2);
+    expect(a.take('other').count).toBe(1);
+    b.giveBack('k', now);
+    expect(a.headers('k', false)['x-ratelimit-remaining']).toBe('4');
+    now += 999;
+    expect(b.take('k')).toEqual({ count: 2, startedAtMs: 1_000_000, endsAtMs: 1_001_000 });
+    now += 1;
+    expect(a.take('k')).toEqual({ count: 1, startedAtMs: 1_001_000, endsAtMs: 1_002_000 });
+  });
+
+  it('give a key whose window has ended no slot of its own for long: the next key takes it over', () => {
+    let now = 0;
+    const windows = new RateWindows(limit, () => now, newRateTable(now, 2));
+    windows.take('a');
+    windows.take('b');
+    // Both slots hold a current window: a third key is counted nowhere (it is not limited).
+    expect(windows.take('c').count).toBe(0);
+    now = 1000;
+    expect(windows.take('c').count).toBe(1);
+    expect(windows.take('c').count).toBe(2);
+    expect(windows.take('a').count).toBe(1);
+  });
+
+  it('lose no count when threads take for the same key at once', async () => {
+    const table = newRateTable(Date.now());
+    const perThread = 200_000;
+    const source = `
+      const { workerData, parentPort } = require('node:worker_threads');
+      import('tsx/esm/api')
+        .then(({ tsImport }) => tsImport(workerData.module, workerData.parent))
+        .then(({ RateWindows }) => {
+          const windows = new RateWindows({ max: 1e6, windowMs: 600000 }, Date.now, workerData.table);
+          for (let i = 0; i < workerData.perThread; i++) windows.take('shared-key');
+          parentPort.postMessage('done');
+        });
+    `;
+    const module = new URL('../../src/http/plugins/rate-windows.ts', import.meta.url).href;
+    await Promise.all(
+      Array.from({ length: 3 }, () => {
+        const worker = new Worker(source, {
+          eval: true,
+          workerData: { module, parent: import.meta.url, table, perThread },
+        });
+        return new Promise((resolve, reject) => {
+          worker.on('message', resolve);
+          worker.on('error', reject);
+        });
+      }),
+    );
+    const windows = new RateWindows({ max: 1e6, windowMs: 600_000 }, Date.now, table);
+    expect(windows.take('shared-key').count).toBe(3 * perThread + 1);
+  });
+});
