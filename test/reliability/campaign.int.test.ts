@@ -5,15 +5,19 @@
 import { describe, expect, it } from 'vitest';
 import { formatReport, runCampaign } from '../../tools/campaign/campaign.js';
 
-const seeds = (process.env['CAMPAIGN_SEEDS'] ?? '11,12').split(',').map(Number);
+/** `seed` or `seed:workers` (HTTP_WORKERS of the replicas) */
+const seeds = (process.env['CAMPAIGN_SEEDS'] ?? '11,12:2').split(',').map((entry) => {
+  const [seed, workers] = entry.split(':').map(Number);
+  return { seed: seed!, httpWorkers: workers ?? 1 };
+});
 const minutes = Number(process.env['CAMPAIGN_MINUTES'] ?? 1);
 
 describe('the randomized fault campaign', () => {
-  for (const seed of seeds) {
+  for (const { seed, httpWorkers } of seeds) {
     it(
-      `keeps every promise through the operations drawn by seed ${seed}`,
+      `keeps every promise through the operations drawn by seed ${seed}, HTTP_WORKERS=${httpWorkers}`,
       async () => {
-        const report = await runCampaign({ seed, minutes, steps: 100_000 });
+        const report = await runCampaign({ seed, minutes, steps: 100_000, httpWorkers });
         console.log(formatReport(report));
         expect(report.steps.length).toBeGreaterThan(5);
         expect(report.violations).toEqual([]);

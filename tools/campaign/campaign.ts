@@ -3,7 +3,7 @@
  * service and of the broker, operator commands, request bursts), runs them against the real broker
  * and the service's real processes, and checks the promises from outside after every step.
  *
- *   npm run campaign -- --seed 7 --minutes 10 [--steps N]
+ *   npm run campaign -- --seed 7 --minutes 10 [--steps N] [--http-workers N]
  *
  * A failure prints the seed and the step list; the same seed draws the same steps.
  */
@@ -33,11 +33,14 @@ export interface CampaignOptions {
   /** stop drawing after this many steps or this long, whichever comes first */
   steps: number;
   minutes: number;
+  /** HTTP_WORKERS of every replica (default 1) */
+  httpWorkers?: number;
   log?: (line: string) => void;
 }
 
 export interface CampaignReport {
   seed: number;
+  httpWorkers: number;
   steps: string[];
   faults: Record<string, number>;
   violations: Violation[];
@@ -168,6 +171,7 @@ class Campaign {
       violations: this.invariants.violations,
       checks: this.checks,
       minutes: (Date.now() - started) / 60_000,
+      httpWorkers: this.options.httpWorkers ?? 1,
       slowestRevocationMs: this.slowestRevocationMs,
       events: this.events,
       poison: this.poison,
@@ -606,7 +610,7 @@ export async function runCampaign(options: CampaignOptions): Promise<CampaignRep
     await admin.disconnect();
     await producer.connect();
     for (const name of ['replica-1', 'replica-2'])
-      replicas.push(await Replica.create(name, dir, broker.brokers, topics));
+      replicas.push(await Replica.create(name, dir, broker.brokers, topics, options.httpWorkers ?? 1));
     report = await new Campaign(options, broker, kafka, producer, replicas, topics, dir).run();
     return report;
   } finally {
@@ -625,10 +629,12 @@ export function formatReport(report: CampaignReport): string {
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
   const lines = [
-    `seed ${report.seed}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
+    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
   ];
   if (report.violations.length > 0) {
-    lines.push(`replay: npm run campaign -- --seed ${report.seed} --steps ${report.steps.length}`);
+    lines.push(
+      `replay: npm run campaign -- --seed ${report.seed} --steps ${report.steps.length} --http-workers ${report.httpWorkers}`,
+    );
     lines.push('steps:', ...report.steps.map((s) => `  ${s}`));
     lines.push(
       'violations:',
@@ -644,12 +650,19 @@ async function main(): Promise<void> {
       seed: { type: 'string', default: String(Date.now() % 100_000) },
       minutes: { type: 'string', default: '5' },
       steps: { type: 'string', default: '100000' },
+      'http-workers': { type: 'string', default: '1' },
     },
   });
-  const numbers = { seed: Number(values.seed), minutes: Number(values.minutes), steps: Number(values.steps) };
+  const numbers = {
+    seed: Number(values.seed),
+    minutes: Number(values.minutes),
+    steps: Number(values.steps),
+    httpWorkers: Number(values['http-workers']),
+  };
   for (const [name, value] of Object.entries(numbers)) {
     if (!Number.isInteger(value) && name !== 'minutes') throw new Error(`--${name} must be an integer`);
     if (!(value >= 0)) throw new Error(`--${name} must be a number ≥ 0`);
+    if (name === 'httpWorkers' && !(value >= 1)) throw new Error('--http-workers must be at least 1');
   }
   const report = await runCampaign({ ...numbers, log: (line) => console.log(line) });
   console.log(formatReport(report));

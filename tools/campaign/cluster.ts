@@ -88,6 +88,8 @@ export class Replica {
     private readonly topics: Record<TopicRole, string>,
     /** every line its processes wrote, kept with a failed campaign's directory */
     readonly logFile: string,
+    /** HTTP_WORKERS of its service */
+    private readonly httpWorkers: number,
   ) {}
 
   static async create(
@@ -95,6 +97,7 @@ export class Replica {
     dir: string,
     brokers: string,
     topics: Record<TopicRole, string>,
+    httpWorkers = 1,
   ): Promise<Replica> {
     const dataDir = join(dir, name);
     mkdirSync(dataDir, { recursive: true });
@@ -106,6 +109,7 @@ export class Replica {
       brokers,
       topics,
       join(dir, `${name}.log`),
+      httpWorkers,
     );
   }
 
@@ -123,6 +127,7 @@ export class Replica {
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       LAG_CHECK_INTERVAL_MS: '500',
       READY_MAX_LAG: '0',
+      HTTP_WORKERS: String(this.httpWorkers),
     };
   }
 

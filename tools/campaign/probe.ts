@@ -1,4 +1,5 @@
 /** Asking a replica from outside, over HTTP, and feeding every answer to the invariants. */
+import { request } from 'node:http';
 import type { Replica } from './cluster.js';
 import type { Invariants, Memory } from './invariants.js';
 import type { Oracle } from './oracle.js';
@@ -10,24 +11,39 @@ export interface Answer {
   body: unknown;
 }
 
-/** GET with a bearer key; null when nothing answers (the process is starting, stopped or frozen). */
-export async function get(url: string, key?: string, timeoutMs = 3000): Promise<Answer | null> {
-  try {
-    const response = await fetch(url, {
-      headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    const text = await response.text();
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON: kept as text for the report
-    }
-    return { status: response.status, body };
-  } catch {
-    return null;
-  }
+/**
+ * GET with a bearer key, on a connection of its own (with HTTP_WORKERS > 1 the kernel hands each
+ * connection to any of the replica's request threads, so every thread is looked at); null when
+ * nothing answers (the process is starting, stopped or frozen).
+ */
+export function get(url: string, key?: string, timeoutMs = 3000): Promise<Answer | null> {
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      {
+        agent: false,
+        headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
+        signal: AbortSignal.timeout(timeoutMs),
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', () => resolve(null));
+        response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON: kept as text for the report
+          }
+          resolve({ status: response.statusCode ?? 0, body });
+        });
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.end();
+  });
 }
 
 export class Prober {

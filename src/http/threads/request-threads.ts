@@ -61,6 +61,7 @@ export class RequestThreads implements ViewSink {
 
   /** Starts every thread; rejects if one cannot listen. */
   async start(): Promise<void> {
+    Atomics.store(this.published, 0, this.options.view().seq);
     const started = [];
     for (let index = 1; index <= this.options.count; index++) started.push(this.spawn(index));
     await Promise.all(started);
@@ -161,6 +162,8 @@ export class RequestThreads implements ViewSink {
       transferList: [channel.port2],
       // Not the parent's flags: a test runner's loader flags must not reach the thread.
       execArgv: [],
+      // A request's garbage is short-lived: the main thread's young generation (--max-semi-space-size=4)
+      resourceLimits: { maxYoungGenerationSizeMb: 12 },
     });
     const thread: RequestThread = { index, worker, viewPort: channel.port1, following: 0, listening: false };
     this.threads.set(index, thread);
