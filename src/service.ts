@@ -3,10 +3,9 @@
  * projectors in worker threads, candidates, switches), the public API, the admin listener, and the
  * timers that drive the lifecycle's checks. The one place, with `main.ts`, that builds clients.
  */
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
-import { startKeysWatch } from './consumer/keys-watch.js';
+import { keysWatchFile, removeKeysWatchFiles, startKeysWatch } from './consumer/keys-watch.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
@@ -52,6 +51,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const files = new ModelFiles(config.dataDir);
   const servingLock = takeServingLock(config.dataDir);
   try {
+    removeKeysWatchFiles(config.dataDir);
     return await startServing(config, logger, files, servingLock);
   } catch (error) {
     servingLock.release();
@@ -106,7 +106,7 @@ async function startServing(
         topics: config.topics,
         groupId,
         logger,
-        file: join(config.dataDir, 'keys-watch.sqlite'),
+        file: keysWatchFile(config.dataDir, Date.now()),
         moved,
       }),
     events: metrics.lifecycleEvents(),

@@ -5,6 +5,8 @@
  * an issue or a revocation counts within a second however busy the rebuild's thread is: the keys
  * topic is small, and its batches cost the event loop next to nothing.
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { roleOfTopic } from '../config.js';
 import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
@@ -20,6 +22,18 @@ export interface KeysWatch {
   positions(): ReadonlyMap<string, number>;
   orgOfKeyHash(keySha256: string): number | null;
   stop(): Promise<void>;
+}
+
+/** The file of a watch started at `startedAtMs`: one of its own, as one ending may still be removing its file. */
+export function keysWatchFile(dataDir: string, startedAtMs: number): string {
+  return join(dataDir, `keys-watch-${startedAtMs}.sqlite`);
+}
+
+/** Removes the files of watches an earlier process left (it ended without stopping them). */
+export function removeKeysWatchFiles(dataDir: string): void {
+  for (const name of readdirSync(dataDir)) {
+    if (/^keys-watch-\d+\.sqlite$/.test(name)) removeModelFile(join(dataDir, name));
+  }
 }
 
 /** Delays before consuming again after a failure: doubling from 1 s, at most 10 s. */
