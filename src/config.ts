@@ -22,7 +22,7 @@ export interface ServiceConfig {
   /** size bounds of what the topics deliver */
   limits: { batchInflatedBytes: number; messageBytes: number };
   logLevel: ServiceEnv['LOG_LEVEL'];
-  /** null: no tracing, and nothing of OpenTelemetry is loaded (`tracing/start.ts`) */
+  /** null: no tracing, and nothing of OpenTelemetry is loaded (`tracing/tracing.ts`) */
   tracing: TracingConfig | null;
 }
 

@@ -42,12 +42,6 @@ export class ServiceMetrics {
     help: 'Progress of the running rebuild (0–1); 1 when none runs',
     registers: [this.registry],
   });
-  readonly rebuildsTotal = new Counter({
-    name: 'orders_read_model_rebuilds_total',
-    help: 'Rebuilds finished, by outcome',
-    labelNames: ['outcome'] as const,
-    registers: [this.registry],
-  });
   readonly consumerRestarts = new Counter({
     name: 'orders_read_model_consumer_restarts_total',
     help: 'Projector restarts by its supervisor, by projector (served, candidate) and reason (start_failed, failed, stalled)',

@@ -20,7 +20,7 @@ import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-li
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
-import type { ViewSink } from './read-model/read-view.js';
+import type { ReadView } from './read-model/read-view.js';
 import { metricsText, requestThreadMetrics } from './request-metrics.js';
 import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
 import { startTracing } from './tracing/tracing.js';
@@ -65,32 +65,25 @@ async function startServing(
   files: ModelFiles,
   servingLock: ServingLock,
 ): Promise<RunningService> {
-  const kafka = kafkaPortOf(config, logger);
-  try {
-    await assertTopicsExist(kafka, Object.values(config.topics));
-  } catch (error) {
-    if (error instanceof MissingTopicsError) {
-      await kafka.close();
-      throw error;
-    }
-    // An unreachable broker is no reason to refuse to serve the model on disk: the supervisor keeps
-    // trying to start the projector, and /readyz says why it is down.
-    logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
-  }
-
+  const kafka = await connectedPort(config, logger);
   const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
   // Counted by the API, read by projectors that give way to requests (candidates catching up).
   const requests = newRequestCounter();
-  let lifecycle: ReadModelLifecycle | null = null;
-  const metrics = new ServiceMetrics(() => lifecycle?.servedFile() ?? null);
-  // The request threads start once the main thread listens (they take its port); views published
-  // before that reach them as their first.
-  let threads: RequestThreads | null = null;
-  const views: ViewSink = {
-    publish: (view) => threads?.publish(view),
-    settled: () => threads?.settled() ?? Promise.resolve(),
-  };
-  lifecycle = new ReadModelLifecycle({
+  const metrics: ServiceMetrics = new ServiceMetrics((): string => running.servedFile());
+  const rateTable = newRateTable(Date.now());
+  // Told every view from the start; started once the main thread listens (they take its port).
+  const threads: RequestThreads | null =
+    config.http.workers > 1
+      ? new RequestThreads({
+          count: config.http.workers - 1,
+          config,
+          logger,
+          requests,
+          rateTable,
+          view: (): ReadView => running.readView(),
+        })
+      : null;
+  const running: ReadModelLifecycle = new ReadModelLifecycle({
     files,
     topics: config.topics,
     groupId: config.kafka.groupId,
@@ -110,12 +103,10 @@ async function startServing(
         moved,
       }),
     events: metrics.lifecycleEvents(),
-    ...(config.http.workers > 1 ? { views } : {}),
+    ...(threads === null ? {} : { views: threads }),
   });
-  const running = lifecycle;
   running.start();
 
-  const rateTable = newRateTable(Date.now());
   const app = await buildApp({
     readerOf: () => running.reads,
     logger,
@@ -134,33 +125,14 @@ async function startServing(
       ]),
     logger,
   });
-  const reusePort = config.http.workers > 1;
-  // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
-  await app.listen({ host: config.http.host, port: config.http.port, reusePort } as {
-    host: string;
-    port: number;
-  });
-  if (reusePort) {
-    threads = new RequestThreads({
-      count: config.http.workers - 1,
-      config,
-      port: listeningPort(app),
-      logger,
-      requests,
-      rateTable,
-      view: () => running.readView(),
-    });
-    requestThreadMetrics(metrics.registry, threads);
-    try {
-      await threads.start();
-    } catch (error) {
-      await threads.stop();
-      await app.close();
-      await running.stop();
-      await kafka.close();
-      throw error;
-    }
+  try {
+    await listen(app, config, threads);
+  } catch (error) {
+    await running.stop();
+    await kafka.close();
+    throw error;
   }
+  if (threads !== null) requestThreadMetrics(metrics.registry, threads);
   await admin.listen({ host: config.admin.host, port: config.admin.port });
 
   const lagTimer = repeat(config.health.lagCheckIntervalMs, () =>
@@ -211,6 +183,44 @@ function listeningPort(app: FastifyInstance): number {
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('the API listens on no TCP port');
   return address.port;
+}
+
+/** The Kafka port, once the topics are known to exist (or the broker did not answer). */
+async function connectedPort(config: ServiceConfig, logger: Logger): Promise<KafkaPort> {
+  const kafka = kafkaPortOf(config, logger);
+  try {
+    await assertTopicsExist(kafka, Object.values(config.topics));
+  } catch (error) {
+    if (error instanceof MissingTopicsError) {
+      await kafka.close();
+      throw error;
+    }
+    // An unreachable broker is no reason to refuse to serve the model on disk: the supervisor keeps
+    // trying to start the projector, and /readyz says why it is down.
+    logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
+  }
+  return kafka;
+}
+
+/** The API on HTTP_PORT: the main thread, then the request threads on the port it got. */
+async function listen(
+  app: FastifyInstance,
+  config: ServiceConfig,
+  threads: RequestThreads | null,
+): Promise<void> {
+  // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
+  await app.listen({ host: config.http.host, port: config.http.port, reusePort: threads !== null } as {
+    host: string;
+    port: number;
+  });
+  if (threads === null) return;
+  try {
+    await threads.start(listeningPort(app));
+  } catch (error) {
+    await threads.stop();
+    await app.close();
+    throw error;
+  }
 }
 
 /** Runs `task` every `ms`, never two at once; a failing task is logged by the caller and tried again. */

@@ -4,6 +4,12 @@
  * is read from the day that holds its first order, with the offset counted within that day.
  */
 
+/**
+ * From this offset on, a page starts from the day holding its first order instead of stepping over
+ * every newer order; below it stepping the index is cheaper.
+ */
+export const deepOffsetFrom = 2000;
+
 /** Listed orders of one UTC day (one row per status; both statuses of a day are adjacent). */
 export type OrdersOfDay = readonly [day: number, orders: number];
 

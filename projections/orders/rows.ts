@@ -1,3 +1,4 @@
+import type { DomainEvent } from '../../schemas/events.js';
 import type { ListedStatus } from './status.js';
 
 /** One row of `orders`: the facts seen for an order, each field group with the version that set it. */
@@ -105,3 +106,24 @@ export const apiKeyColumns = [
   'v_rank',
   'v_id',
 ] as const satisfies readonly (keyof ApiKeyRow)[];
+
+/** The row an event is about: its table and key. */
+export type NamedRow =
+  { table: 'orders'; id: number } | { table: 'articles'; id: number } | { table: 'api_keys'; id: string };
+
+/** The one place that says which row each event type names. */
+export function rowNamedBy(event: DomainEvent): NamedRow {
+  switch (event.type) {
+    case 'order.created':
+    case 'order.updated':
+    case 'order.deleted':
+    case 'order.status_changed':
+      return { table: 'orders', id: event.data.order_id };
+    case 'article.published':
+    case 'article.removed':
+      return { table: 'articles', id: event.data.article_id };
+    case 'api_key.issued':
+    case 'api_key.revoked':
+      return { table: 'api_keys', id: event.data.key_id };
+  }
+}

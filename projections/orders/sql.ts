@@ -158,6 +158,29 @@ export const readSql = {
   orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS changes`,
 } as const;
 
+/**
+ * The read statements for a file of this projection version or, `hasSubMillisecond` false, of
+ * version 2 or older, served while its successor is built: it has no `created_at_sub` and orders the
+ * listing by the millisecond only.
+ */
+export function readSqlFor(hasSubMillisecond: boolean): typeof readSql {
+  if (hasSubMillisecond) return readSql;
+  return Object.fromEntries(
+    Object.entries(readSql).map(([name, text]) => [name, text.replaceAll('created_at_sub DESC, ', '')]),
+  ) as unknown as typeof readSql;
+}
+
+/** What a file says of itself: its projection version, its layout, its indexes. */
+export const metaSql = {
+  hasProjectionMeta: `SELECT 1 FROM sqlite_schema WHERE name = 'projection_meta'`,
+  insertProjectionVersion: `INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`,
+  projectionVersion: `SELECT value FROM projection_meta WHERE key = 'projection_version'`,
+  hasTable: `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`,
+  orderColumns: `SELECT name FROM pragma_table_info('orders')`,
+  /** explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints */
+  explicitIndexes: `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`,
+} as const;
+
 /** What the operator's CLI reads (`status`, `dead-letters`). */
 export const operatorSql = {
   storedOffset: `SELECT next_offset FROM consumer_offsets WHERE topic = ? AND partition = ?`,

@@ -132,7 +132,7 @@ export function restoreSnapshot(dataDir: string, from: string): SnapshotFacts {
     files.promote(file);
     return { file, bytes: statSync(file).size, ...facts };
   } catch (error) {
-    files.removeGeneration(file);
+    files.remove(file);
     throw error;
   }
 }

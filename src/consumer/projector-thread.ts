@@ -77,7 +77,7 @@ export function startProjectorThread(
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
     // Batches are short-lived garbage; a bounded heap makes V8 collect it instead of growing the process
-    // (in one measurement under load while ingesting, 192 MB peaked about 20 MB higher than 96 MB).
+    // (the bound was chosen by measuring peak memory while ingesting under load: bench/README).
     resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
   });
   const positions = new Map<string, number>();

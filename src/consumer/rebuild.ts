@@ -58,153 +58,187 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
   try {
     // Holding the lock, no other rebuild is writing: any build left in the directory was abandoned.
     const removedAbandoned = options.files.abandonedBuilds();
-    for (const abandoned of removedAbandoned) options.files.removeBuild(abandoned);
+    for (const abandoned of removedAbandoned) options.files.remove(abandoned);
     return { ...(await replay(options)), removedAbandoned };
   } finally {
     release();
   }
 }
 
+/** A partition's log from where it starts to where it ended when the rebuild started. */
+interface Target {
+  topic: string;
+  partition: number;
+  low: number;
+  high: number;
+}
+
+/** What the consumers of a replay share: where each partition stands, and the articles' thread. */
+interface ReplayState {
+  options: RebuildOptions;
+  targets: Target[];
+  writer: ReadModelWriter;
+  /** the articles' own file, when they are built in a thread of their own */
+  part: string | null;
+  thread: ProjectorThread | null;
+  deadLetters: number;
+}
+
+function storedOffset(state: ReplayState, topic: string, partition: number): number | undefined {
+  return topic === state.options.topics.articles && state.thread !== null
+    ? state.thread.positions().get(offsetKey(topic, partition))
+    : state.writer.storedOffset(topic, partition);
+}
+
+function progressOf(state: ReplayState): RebuildProgress {
+  return {
+    total: state.targets.reduce((sum, t) => sum + (t.high - t.low), 0),
+    deadLetters: state.deadLetters,
+    done: state.targets.reduce((sum, t) => {
+      const stored = storedOffset(state, t.topic, t.partition) ?? t.low;
+      return sum + Math.max(0, Math.min(stored, t.high) - t.low);
+    }, 0),
+  };
+}
+
+/** Whether the partitions (of the articles, or of every other topic, if `articles` is given) are caught up. */
+function reachedTargets(state: ReplayState, articles?: boolean): boolean {
+  return state.targets
+    .filter((t) => articles === undefined || (t.topic === state.options.topics.articles) === articles)
+    .every((t) => t.high <= t.low || (storedOffset(state, t.topic, t.partition) ?? t.low) >= t.high);
+}
+
 async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'removedAbandoned'>> {
   const started = Date.now();
   // Where each partition's log starts and ends now: the rebuild's targets.
-  const targets = (await options.port.endOffsets(Object.values(options.topics))).map((p) => ({
+  const targets: Target[] = (await options.port.endOffsets(Object.values(options.topics))).map((p) => ({
     topic: p.topic,
     partition: p.partition,
     low: p.start,
     high: p.end,
   }));
-  const total = targets.reduce((sum, t) => sum + (t.high - t.low), 0);
   // The articles go to a thread of their own when asked and there are any to read.
   const split =
     options.articlesThread !== undefined &&
     targets.some((t) => t.topic === options.topics.articles && t.high > t.low);
-
   const building = options.files.newBuildingFile();
   // Bulk-load files (see openBuildFile): any failure below removes them.
   const build = openBuildFile(building);
   const { db } = build;
-  const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
-  const part = split ? options.files.newBuildingFile() : null;
-  let thread: ProjectorThread | null = null;
-  let deadLetters = 0;
-  const storedOffset = (topic: string, partition: number): number | undefined =>
-    topic === options.topics.articles && thread !== null
-      ? thread.positions().get(offsetKey(topic, partition))
-      : writer.storedOffset(topic, partition);
-  const progress = (): RebuildProgress => ({
-    total,
-    deadLetters,
-    done: targets.reduce((sum, t) => {
-      const stored = storedOffset(t.topic, t.partition) ?? t.low;
-      return sum + Math.max(0, Math.min(stored, t.high) - t.low);
-    }, 0),
-  });
-  const reached = (t: (typeof targets)[number]): boolean =>
-    t.high <= t.low || (storedOffset(t.topic, t.partition) ?? t.low) >= t.high;
-  const caughtUp = (): boolean => targets.every(reached);
-  /** whether the articles' partitions (or all the others) are caught up */
-  const partCaughtUp = (articles: boolean): boolean =>
-    targets.filter((t) => (t.topic === options.topics.articles) === articles).every(reached);
+  const state: ReplayState = {
+    options,
+    targets,
+    writer: new ReadModelWriter(db, roleOfTopic(options.topics)),
+    part: split ? options.files.newBuildingFile() : null,
+    thread: null,
+    deadLetters: 0,
+  };
+  const { part } = state;
   options.logger.info(
-    { file: building, total, partitions: targets.length, articlesThread: part },
+    { file: building, total: progressOf(state).total, partitions: targets.length, articlesThread: part },
     'rebuild started',
   );
-
   try {
-    if (!caughtUp()) {
-      const groupId = `${options.groupId}.rebuild.${Date.now()}`;
-      let finish: () => void = () => undefined;
-      const finished = new Promise<void>((resolve) => (finish = resolve));
-      // Each consumer stops as soon as its own partitions are caught up, while the other goes on: a
-      // stop waits for the consumer's fetch in flight, up to seconds on a topic with nothing left.
-      const stops = new Map<'main' | 'articles', Promise<void>>();
-      const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): void => {
-        if (stops.has(name)) return;
-        const stopping = stop();
-        stopping.catch(() => undefined); // awaited below with the others
-        stops.set(name, stopping);
-      };
-      let consumption: Consumption | null = null;
-      /** Stops each half that has reached its targets, and ends the wait once both have. */
-      const checkProgress = (): void => {
-        if (split) {
-          const main = consumption;
-          const articles = thread;
-          if (main !== null && partCaughtUp(false)) stopOnce('main', () => main.stop());
-          if (articles !== null && partCaughtUp(true)) stopOnce('articles', () => articles.stop());
-        }
-        if (caughtUp()) finish();
-      };
-      const onBatch = (outcome: { deadLettered: number }): void => {
-        deadLetters += outcome.deadLettered;
-        options.onProgress?.(progress());
-        checkProgress();
-      };
-      consumption = await runProjection({
-        port: options.port,
-        groupId,
-        topics: options.topics,
-        // with the articles in their thread, every other topic
-        ...(split
-          ? { roles: (Object.keys(options.topics) as TopicRole[]).filter((role) => role !== 'articles') }
-          : {}),
-        writer,
-        logger: options.logger.child({ component: 'rebuild' }),
-        ...(options.articlesThread === undefined
-          ? {}
-          : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
-        onBatch: ({ outcome }) => onBatch(outcome),
-        operatorSkips: () => options.files.operatorSkips(),
-      });
-      const main = consumption;
-      try {
-        if (part !== null && options.articlesThread !== undefined) {
-          thread = await startProjectorThread({
-            file: part,
-            groupId: `${groupId}.articles`,
-            config: options.articlesThread.config,
-            logger: options.logger.child({ component: 'rebuild', part: 'articles' }),
-            requests: newRequestCounter(),
-            giveWay: newGiveWayFlag(false),
-            onBatch: (_topic, _partition, outcome) => onBatch(outcome),
-            part: { roles: ['articles'], logLevel: options.logger.level },
-          });
-          options.articlesThread.onThread?.(thread);
-          // Batches the thread applied before its handle was set were checked without its positions.
-          checkProgress();
-        }
-        const aborted = options.abort?.then(() => 'aborted' as const);
-        const outcome = await Promise.race([
-          finished.then(() => 'done' as const),
-          main.failed,
-          ...(thread === null ? [] : [thread.failed]),
-          ...(aborted ? [aborted] : []),
-        ]);
-        if (outcome === 'aborted') throw new RebuildAborted('rebuild aborted');
-        if (outcome instanceof Error) throw outcome;
-      } finally {
-        const articles = thread;
-        stopOnce('main', () => main.stop());
-        if (articles !== null) stopOnce('articles', () => articles.stop());
-        await Promise.all(stops.values());
-        await options.port.deleteGroup(groupId);
-        if (thread !== null) await options.port.deleteGroup(`${groupId}.articles`);
-      }
-    }
+    if (!reachedTargets(state)) await consumeToTargets(state);
     if (part !== null) joinPart(db, part);
     build.finish();
   } catch (error) {
     if (db.open) db.close();
-    options.files.removeBuild(building);
-    if (part !== null) options.files.removeBuild(part);
+    options.files.remove(building);
+    if (part !== null) options.files.remove(part);
     throw error;
   }
   const file = options.files.finishBuild(building);
-  if (part !== null) options.files.removeBuild(part);
-  const result = { ...progress(), file, durationMs: Date.now() - started };
+  if (part !== null) options.files.remove(part);
+  const result = { ...progressOf(state), file, durationMs: Date.now() - started };
   options.logger.info(result, 'rebuild finished');
   return result;
+}
+
+/**
+ * Consumes until every partition has reached its target: one consumer for every topic, or, split,
+ * one for every topic but the articles and a projector thread for the articles. Each stops as soon
+ * as its own partitions are caught up, while the other goes on: a stop waits for the consumer's
+ * fetch in flight, up to seconds on a topic with nothing left.
+ */
+async function consumeToTargets(state: ReplayState): Promise<void> {
+  const { options, part } = state;
+  const groupId = `${options.groupId}.rebuild.${Date.now()}`;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const stops = new Map<'main' | 'articles', Promise<void>>();
+  const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): void => {
+    if (stops.has(name)) return;
+    const stopping = stop();
+    stopping.catch(() => undefined); // awaited below with the others
+    stops.set(name, stopping);
+  };
+  let consumption: Consumption | null = null;
+  /** Stops each half that has reached its targets, and ends the wait once both have. */
+  const checkProgress = (): void => {
+    if (part !== null) {
+      const main = consumption;
+      const articles = state.thread;
+      if (main !== null && reachedTargets(state, false)) stopOnce('main', () => main.stop());
+      if (articles !== null && reachedTargets(state, true)) stopOnce('articles', () => articles.stop());
+    }
+    if (reachedTargets(state)) finish();
+  };
+  const onBatch = (outcome: { deadLettered: number }): void => {
+    state.deadLetters += outcome.deadLettered;
+    options.onProgress?.(progressOf(state));
+    checkProgress();
+  };
+  consumption = await runProjection({
+    port: options.port,
+    groupId,
+    topics: options.topics,
+    // with the articles in their thread, every other topic
+    ...(part !== null
+      ? { roles: (Object.keys(options.topics) as TopicRole[]).filter((role) => role !== 'articles') }
+      : {}),
+    writer: state.writer,
+    logger: options.logger.child({ component: 'rebuild' }),
+    ...(options.articlesThread === undefined
+      ? {}
+      : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
+    onBatch: ({ outcome }) => onBatch(outcome),
+    operatorSkips: () => options.files.operatorSkips(),
+  });
+  const main = consumption;
+  try {
+    if (part !== null && options.articlesThread !== undefined) {
+      state.thread = await startProjectorThread({
+        file: part,
+        groupId: `${groupId}.articles`,
+        config: options.articlesThread.config,
+        logger: options.logger.child({ component: 'rebuild', part: 'articles' }),
+        requests: newRequestCounter(),
+        giveWay: newGiveWayFlag(false),
+        onBatch: (_topic, _partition, outcome) => onBatch(outcome),
+        part: { roles: ['articles'], logLevel: options.logger.level },
+      });
+      options.articlesThread.onThread?.(state.thread);
+      // Batches the thread applied before its handle was set were checked without its positions.
+      checkProgress();
+    }
+    const aborted = options.abort?.then(() => 'aborted' as const);
+    const outcome = await Promise.race([
+      finished.then(() => 'done' as const),
+      main.failed,
+      ...(state.thread === null ? [] : [state.thread.failed]),
+      ...(aborted ? [aborted] : []),
+    ]);
+    if (outcome === 'aborted') throw new RebuildAborted('rebuild aborted');
+    if (outcome instanceof Error) throw outcome;
+  } finally {
+    const articles = state.thread;
+    stopOnce('main', () => main.stop());
+    if (articles !== null) stopOnce('articles', () => articles.stop());
+    await Promise.all(stops.values());
+    await options.port.deleteGroup(groupId);
+    if (articles !== null) await options.port.deleteGroup(`${groupId}.articles`);
+  }
 }
 
 /** Joins the part built in `partFile` (closed) into the build, in one transaction. */

@@ -5,14 +5,7 @@
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
 import type { Logger } from '../logger.js';
 import { kafkaCodecs, limitInflatedBatches, type CodecName } from './codecs.js';
-import type {
-  ConsumeOptions,
-  Consumption,
-  KafkaPort,
-  OutgoingMessage,
-  PartitionEnds,
-  UnreadableBatch,
-} from './port.js';
+import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
 
 export interface KafkajsPortOptions {
   brokers: readonly string[];
@@ -30,7 +23,9 @@ export interface KafkajsPortOptions {
 // Every codec a producer may use is registered here, once per module instance (the projector's worker
 // thread has its own): kafkajs reads only gzip by itself, and with no bound on what a batch inflates to. Node's ESM loader does not see
 // these two among kafkajs's CommonJS named exports, hence the default import.
-const { CompressionCodecs, CompressionTypes } = kafkajs;
+// off the default export: kafkajs's errors (the patch's KafkaJSUnreadableBatch among them) are spread into
+// its exports, which Node's detection of CommonJS named exports does not see
+const { CompressionCodecs, CompressionTypes, KafkaJSUnreadableBatch } = kafkajs;
 CompressionCodecs[CompressionTypes.GZIP] = kafkaCodecs[1];
 CompressionCodecs[CompressionTypes.Snappy] = kafkaCodecs[2];
 CompressionCodecs[CompressionTypes.LZ4] = kafkaCodecs[3];
@@ -44,9 +39,6 @@ export const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
   lz4: CompressionTypes.LZ4,
   zstd: CompressionTypes.ZSTD,
 };
-
-/** kafkajs (patched) logs a batch it could not read with this message, naming the consumer group. */
-const unreadableMessage = 'Could not read a record batch';
 
 /**
  * How long a stop waits for the broker to take the goodbye (leaving the group, disconnecting): a
@@ -76,20 +68,10 @@ const unreadableRetry = { initialMs: 1000, maxMs: 10_000 };
 
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   if (options.maxInflatedBatchBytes !== undefined) limitInflatedBatches(options.maxInflatedBatchBytes);
-  const unreadableByGroup = new Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>();
   const kafka = new Kafka({
     clientId: options.clientId,
     brokers: [...options.brokers],
-    logCreator: kafkaLogCreator(options.logger, (extra) => {
-      const report = unreadableByGroup.get(String(extra['groupId']));
-      report?.({
-        topic: String(extra['topic']),
-        partition: Number(extra['partition']),
-        offset: Number(extra['offset']),
-        lastOffset: extra['lastOffset'] === undefined ? null : Number(extra['lastOffset']),
-        cause: String(extra['error']),
-      });
-    }),
+    logCreator: kafkaLogCreator(options.logger),
     ...(options.retries === undefined ? {} : { retry: { retries: options.retries } }),
   });
   let admin: Promise<Admin> | null = null;
@@ -112,7 +94,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   };
 
   return {
-    consume: (consume) => startConsumption(kafka, options, consume, unreadableByGroup),
+    consume: (consume) => startConsumption(kafka, options, consume),
     endOffsets: async (topics) => {
       const client = await connectedAdmin();
       const ends: PartitionEnds[] = [];
@@ -185,7 +167,6 @@ async function startConsumption(
   kafka: Kafka,
   options: KafkajsPortOptions,
   consume: ConsumeOptions,
-  unreadableByGroup: Map<string, (batch: Omit<UnreadableBatch, 'retryInMs'>) => void>,
 ): Promise<Consumption> {
   const logger = options.logger;
   const consumer = kafka.consumer({
@@ -201,28 +182,10 @@ async function startConsumption(
     retry: { restartOnFailure: () => Promise.resolve(false) },
   });
   let stopping = false;
-  // A partition at a batch the client cannot read is paused (by the patched kafkajs) and fetched again
-  // after a delay that doubles while it keeps failing; a batch read from it starts the delays over.
-  const unreadableAttempts = new Map<string, number>();
-  const retryTimers = new Set<NodeJS.Timeout>();
-  unreadableByGroup.set(consume.groupId, (batch) => {
-    if (stopping) return;
-    const key = `${batch.partition}:${batch.topic}`;
-    const attempt = unreadableAttempts.get(key) ?? 0;
-    unreadableAttempts.set(key, attempt + 1);
-    const retryInMs = Math.min(unreadableRetry.maxMs, unreadableRetry.initialMs * 2 ** Math.min(attempt, 16));
-    const moveTo = consume.onUnreadable?.({ ...batch, retryInMs });
-    if (moveTo !== undefined) {
-      unreadableAttempts.delete(key);
-      consumer.seek({ topic: batch.topic, partition: batch.partition, offset: String(moveTo) });
-      consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]);
-      return;
-    }
-    const timer = setTimeout(() => {
-      retryTimers.delete(timer);
-      if (!stopping) consumer.resume([{ topic: batch.topic, partitions: [batch.partition] }]);
-    }, retryInMs);
-    retryTimers.add(timer);
+  const unreadable = new UnreadablePartitions(consumer, consume);
+  // The patched kafkajs pauses the partition and reports the batch as a typed error (README, "Requirements").
+  consumer.on(consumer.events.UNREADABLE_BATCH, ({ payload: { error } }) => {
+    if (!stopping && error instanceof KafkaJSUnreadableBatch) unreadable.report(error);
   });
   let fail: (error: Error) => void = () => undefined;
   const failed = new Promise<Error>((resolve) => (fail = resolve));
@@ -273,7 +236,7 @@ async function startConsumption(
         const { batch } = payload;
         // After a stop that did not wait for the broker, nothing is handed over any more.
         if (stopping || !payload.isRunning() || payload.isStale() || batch.messages.length === 0) return;
-        unreadableAttempts.delete(`${batch.partition}:${batch.topic}`);
+        unreadable.readAgain(batch.topic, batch.partition);
         try {
           await consume.onBatch({
             topic: batch.topic,
@@ -293,7 +256,6 @@ async function startConsumption(
     });
   } catch (error) {
     stopping = true;
-    unreadableByGroup.delete(consume.groupId);
     await consumer.disconnect().catch(() => undefined);
     throw error;
   }
@@ -303,8 +265,7 @@ async function startConsumption(
     pause: () => consumer.pause(consume.topics.map((topic) => ({ topic }))),
     stop: async () => {
       stopping = true;
-      for (const timer of retryTimers) clearTimeout(timer);
-      unreadableByGroup.delete(consume.groupId);
+      unreadable.stop();
       await boundedGoodbye(
         consumer.disconnect(),
         goodbyeTimeoutMs,
@@ -315,13 +276,66 @@ async function startConsumption(
   };
 }
 
-/** Routes kafkajs's own log lines into pino, and the patched kafkajs's unreadable batches to `unreadable`. */
-function kafkaLogCreator(logger: Logger, unreadable: (extra: Record<string, unknown>) => void): logCreator {
+/**
+ * The partitions at a batch the client cannot read, paused by the patched kafkajs: each is fetched
+ * again after a delay that doubles while it keeps failing (a batch read from it starts the delays
+ * over), or moved past the batch at once when the consumer's owner says where to.
+ */
+class UnreadablePartitions {
+  private readonly attempts = new Map<string, number>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private stopped = false;
+
+  constructor(
+    private readonly consumer: kafkajs.Consumer,
+    private readonly consume: ConsumeOptions,
+  ) {}
+
+  report(error: InstanceType<typeof KafkaJSUnreadableBatch>): void {
+    if (this.stopped) return;
+    const { topic, partition } = error;
+    const key = `${partition}:${topic}`;
+    const attempt = this.attempts.get(key) ?? 0;
+    this.attempts.set(key, attempt + 1);
+    const retryInMs = Math.min(unreadableRetry.maxMs, unreadableRetry.initialMs * 2 ** Math.min(attempt, 16));
+    const moveTo = this.consume.onUnreadable?.({
+      topic,
+      partition,
+      offset: Number(error.offset),
+      lastOffset: error.lastOffset === undefined ? null : Number(error.lastOffset),
+      cause: error.cause instanceof Error ? error.cause.message : error.message,
+      retryInMs,
+    });
+    if (moveTo !== undefined) {
+      this.attempts.delete(key);
+      this.consumer.seek({ topic, partition, offset: String(moveTo) });
+      this.consumer.resume([{ topic, partitions: [partition] }]);
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      if (!this.stopped) this.consumer.resume([{ topic, partitions: [partition] }]);
+    }, retryInMs);
+    this.retryTimers.add(timer);
+  }
+
+  /** A batch of the partition was read: its next failure waits the shortest delay again. */
+  readAgain(topic: string, partition: number): void {
+    this.attempts.delete(`${partition}:${topic}`);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const timer of this.retryTimers) clearTimeout(timer);
+  }
+}
+
+/** Routes kafkajs's own log lines into pino. */
+function kafkaLogCreator(logger: Logger): logCreator {
   const child = logger.child({ library: 'kafkajs' });
   return () =>
     ({ level, log }) => {
       const { message, ...extra } = log;
-      if (message === unreadableMessage) unreadable(extra);
       switch (level) {
         case logLevel.ERROR:
           child.error(extra, message);

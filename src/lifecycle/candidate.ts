@@ -71,7 +71,7 @@ export class Candidates {
     const retire = async (): Promise<void> => {
       await old.stopProjecting();
       old.close();
-      files.removeGeneration(old.file);
+      files.remove(old.file);
       logger.info({ file: old.file }, 'retired a candidate superseded by a newer proposal');
     };
     retire().catch((error: unknown) =>

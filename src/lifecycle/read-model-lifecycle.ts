@@ -40,13 +40,17 @@ export class ReadModelLifecycle {
    * the keys topic. Worked out again whenever either may change (a move of the state, a committed
    * batch of the keys topic, the keys watch), and published to the request threads as it changes.
    */
-  private view: { seq: number; served: Generation; keys: KeySource } | null = null;
-  private viewReads: { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> } | null = null;
+  private view: {
+    seq: number;
+    served: Generation;
+    keys: KeySource;
+    reads: { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> };
+  } | null = null;
   /** generations switched away from, closed and deleted once no request thread reads them */
   private readonly retiring = new Set<Promise<void>>();
 
   /** What the HTTP API of this thread reads (`readView()` for the others). */
-  readonly reads: ApiReads = readsOf(() => this.viewReads ?? this.refreshView());
+  readonly reads: ApiReads = readsOf(() => (this.view ?? this.refreshView()).reads);
 
   constructor(private readonly options: LifecycleOptions) {
     const { logger, clock, startKeysWatch } = options;
@@ -103,8 +107,7 @@ export class ReadModelLifecycle {
 
   /** The view the API answers from now, as request threads open it. */
   readView(): ReadView {
-    if (this.view === null) this.refreshView();
-    const view = this.view as NonNullable<typeof this.view>;
+    const view = this.view ?? this.refreshView();
     return { seq: view.seq, served: view.served.ref(), keys: view.keys.ref };
   }
 
@@ -248,7 +251,7 @@ export class ReadModelLifecycle {
       // Reads are synchronous: once this tick ends, no request of this thread holds the connection.
       await new Promise((resolve) => setImmediate(resolve));
       previous.close();
-      this.options.files.removeGeneration(previous.file);
+      this.options.files.remove(previous.file);
     })().catch((error: unknown) =>
       this.options.logger.error({ err: error, file: previous.file }, 'retiring a switched-from model failed'),
     );
@@ -257,20 +260,23 @@ export class ReadModelLifecycle {
   }
 
   /** Works out what the API answers from, and publishes it when that changed. */
-  private refreshView(): NonNullable<typeof this.viewReads> {
+  private refreshView(): NonNullable<typeof this.view> {
     const state = this.current;
+    const last = this.view;
     // Stopping closes the models: the API answers from the last view until it has stopped.
-    if (this.viewReads !== null && (state.name === 'stopping' || state.name === 'stopped'))
-      return this.viewReads;
+    if (last !== null && (state.name === 'stopping' || state.name === 'stopped')) return last;
     const served = state.served;
     const keys = this.keys.sourceFor(served, candidateOf(state));
-    const last = this.view;
-    if (last === null || last.served !== served || last.keys.ref.id !== keys.ref.id) {
-      this.view = { seq: (last?.seq ?? 0) + 1, served, keys };
-      this.viewReads = { served: served.reader, keys: keys.reader };
-      this.options.views?.publish(this.readView());
-    }
-    return this.viewReads as NonNullable<typeof this.viewReads>;
+    if (last !== null && last.served === served && last.keys.ref.id === keys.ref.id) return last;
+    const view = {
+      seq: (last?.seq ?? 0) + 1,
+      served,
+      keys,
+      reads: { served: served.reader, keys: keys.reader },
+    };
+    this.view = view;
+    this.options.views?.publish(this.readView());
+    return view;
   }
 
   private async stopAll(): Promise<void> {

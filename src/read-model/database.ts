@@ -1,13 +1,13 @@
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { PROJECTION_VERSION, schemaSqlFile } from '../../projections/orders/schema.js';
+import { metaSql } from '../../projections/orders/sql.js';
 
 export type ReadModelDatabase = Database.Database;
 
 /**
- * Page caches per connection, within the service's 300 MB memory budget. With 16 MB the writer
- * ingested the 1 000 000-order bench data (plus 129 000 orders more) at 64 384 events/s, against
- * 61 259 with 32 MB, with less peak memory.
+ * Page caches per connection, within the service's 300 MB memory budget; the writer's is the size
+ * that ingested fastest with the least peak memory in `bench:ingest` (bench/README).
  */
 const writerCacheKib = 16 * 1024;
 const readerCacheKib = 8 * 1024;
@@ -63,17 +63,14 @@ export function openReadModel(
  * code's projection version (another version is rebuilt from the topics, never migrated in place).
  */
 function createOrCheck(db: ReadModelDatabase, file: string): void {
-  const created =
-    db.prepare(`SELECT 1 FROM sqlite_schema WHERE name = 'projection_meta'`).get() !== undefined;
+  const created = db.prepare(metaSql.hasProjectionMeta).get() !== undefined;
   if (created) {
     assertProjectionVersion(db, file);
     return;
   }
   db.transaction(() => {
     db.exec(readFileSync(schemaSqlFile, 'utf8'));
-    db.prepare(`INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`).run(
-      String(PROJECTION_VERSION),
-    );
+    db.prepare(metaSql.insertProjectionVersion).run(String(PROJECTION_VERSION));
   })();
 }
 
@@ -100,10 +97,7 @@ export function openBuildFile(file: string): BuildFile {
     throw new Error(`${file}: SQLite kept journal mode ${journal} instead of memory`);
   }
   db.pragma('synchronous = OFF');
-  // Explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints.
-  const indexes = db
-    .prepare(`SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`)
-    .all() as { name: string; sql: string }[];
+  const indexes = db.prepare(metaSql.explicitIndexes).all() as { name: string; sql: string }[];
   db.transaction(() => {
     for (const { name } of indexes) db.exec(`DROP INDEX "${name}"`);
   })();
@@ -130,8 +124,7 @@ function syncFile(file: string): void {
 }
 
 export function projectionVersionOf(db: ReadModelDatabase): number {
-  const row = db.prepare(`SELECT value FROM projection_meta WHERE key = 'projection_version'`).get() as
-    { value: string } | undefined;
+  const row = db.prepare(metaSql.projectionVersion).get() as { value: string } | undefined;
   return row === undefined ? 0 : Number(row.value);
 }
 

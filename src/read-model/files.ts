@@ -13,11 +13,11 @@ import {
   openSync,
   readdirSync,
   readFileSync,
+  mkdirSync,
   renameSync,
   rmSync,
   writeSync,
 } from 'node:fs';
-import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import {
   acquireLease,
@@ -27,6 +27,7 @@ import {
   type Lease,
   type LockHolder,
 } from './lease-lock.js';
+import { removeModelFile } from './database.js';
 import type { OperatorSkip } from './operator-skips.js';
 
 export type { LockHolder } from './lease-lock.js';
@@ -147,9 +148,12 @@ export class ModelFiles {
     }
   }
 
-  /** Deletes one generation (with its -wal and -shm files): one this process created or retired. */
-  removeGeneration(file: string): void {
-    for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+  /**
+   * Deletes a model file of the directory (with its -wal and -shm files): a generation this process
+   * created or retired, or a build.
+   */
+  remove(file: string): void {
+    removeModelFile(file);
   }
 
   /**
@@ -182,9 +186,5 @@ export class ModelFiles {
           name.endsWith(buildingSuffix) && generationPattern.test(name.slice(0, -buildingSuffix.length)),
       )
       .map((name) => join(this.dir, name));
-  }
-
-  removeBuild(buildingFile: string): void {
-    for (const suffix of ['', '-wal', '-shm']) rmSync(buildingFile + suffix, { force: true });
   }
 }

@@ -2,9 +2,14 @@
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { DAY_MS } from '../../projections/orders/listing.js';
-import { pageStart, type OrdersOfDay, type PageStart } from '../../projections/orders/paging.js';
+import {
+  deepOffsetFrom,
+  pageStart,
+  type OrdersOfDay,
+  type PageStart,
+} from '../../projections/orders/paging.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
-import { readSql } from '../../projections/orders/sql.js';
+import { metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
 import type { Article, Order } from '../../schemas/api.js';
 import type { ReadModelDatabase } from './database.js';
 
@@ -135,33 +140,34 @@ export class ReadModelReader {
     readonly db: ReadModelDatabase,
     options: ReaderOptions = {},
   ) {
-    // A file of projection version 2 or older, served while its successor is built, orders the
-    // listing by the millisecond only: it has no sub-millisecond column.
-    const hasSubMillisecond = (db.pragma('table_info(orders)') as { name: string }[]).some(
+    const hasSubMillisecond = (db.prepare(metaSql.orderColumns).all() as { name: string }[]).some(
       (column) => column.name === 'created_at_sub',
     );
-    const prepare = (name: string, text: string): Statement => {
-      const sql = hasSubMillisecond ? text : text.replaceAll('created_at_sub DESC, ', '');
-      const statement = db.prepare(sql);
+    const sql = readSqlFor(hasSubMillisecond);
+    const prepare = (name: keyof typeof readSql): Statement => {
+      const statement = db.prepare(sql[name]);
       return rawStatements.has(name) ? statement.raw(true) : statement;
     };
-    const { ordersPerDay, ordersPerDayByStatus, orgChanges, orderChanges, ...rest } = readSql;
+    const apart: ReadonlySet<string> = new Set<DayStatement | ChangeStatement>([
+      'ordersPerDay',
+      'ordersPerDayByStatus',
+      'orgChanges',
+      'orderChanges',
+    ]);
     this.statements = Object.fromEntries(
-      Object.entries(rest).map(([name, sql]) => [name, prepare(name, sql)]),
+      (Object.keys(sql) as (keyof typeof readSql)[])
+        .filter((name) => !apart.has(name))
+        .map((name) => [name, prepare(name)]),
     ) as typeof this.statements;
-    const hasTable = (name: string): boolean =>
-      db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`).get(name) !== undefined;
-    const hasDayCounts = hasTable('org_order_days');
+    const hasTable = (name: string): boolean => db.prepare(metaSql.hasTable).get(name) !== undefined;
     this.changes = hasTable('org_changes')
-      ? { orgChanges: db.prepare(orgChanges), orderChanges: db.prepare(orderChanges) }
+      ? { orgChanges: db.prepare(sql.orgChanges), orderChanges: db.prepare(sql.orderChanges) }
       : null;
-    this.perDay = hasDayCounts
-      ? {
-          ordersPerDay: prepare('ordersPerDay', ordersPerDay),
-          ordersPerDayByStatus: prepare('ordersPerDayByStatus', ordersPerDayByStatus),
-        }
+    // null on a file of projection version 1 (no org_order_days): its deep pages step the index
+    this.perDay = hasTable('org_order_days')
+      ? { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') }
       : null;
-    this.deepOffsetFrom = options.deepOffsetFrom ?? 2000;
+    this.deepOffsetFrom = options.deepOffsetFrom ?? deepOffsetFrom;
     this.keyCache = options.cacheKeys === true ? new Map() : null;
     this.changeCache = options.cacheChanges === true ? new Map() : null;
     this.epochs = options.epochs ?? newCacheEpochs();

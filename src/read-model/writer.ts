@@ -16,6 +16,7 @@ import {
   apiKeyColumns,
   articleColumns,
   orderColumns,
+  rowNamedBy,
   type ApiKeyRow,
   type ArticleRow,
   type OrderRow,
@@ -399,22 +400,10 @@ class BatchRows implements CurrentRows {
     const articleIds = new Set<number>();
     const keyIds = new Set<string>();
     for (const event of events) {
-      switch (event.type) {
-        case 'order.created':
-        case 'order.updated':
-        case 'order.deleted':
-        case 'order.status_changed':
-          orderIds.add(event.data.order_id);
-          break;
-        case 'article.published':
-        case 'article.removed':
-          articleIds.add(event.data.article_id);
-          break;
-        case 'api_key.issued':
-        case 'api_key.revoked':
-          keyIds.add(event.data.key_id);
-          break;
-      }
+      const named = rowNamedBy(event);
+      if (named.table === 'orders') orderIds.add(named.id);
+      else if (named.table === 'articles') articleIds.add(named.id);
+      else keyIds.add(named.id);
     }
     load(this.orders, orderIds, this.select.orders, (row) => row.order_id);
     load(this.articles, articleIds, this.select.articles, (row) => row.article_id);

@@ -37,8 +37,6 @@ export interface RequestThreadsOptions {
   /** threads beside the main thread */
   count: number;
   config: ServiceConfig;
-  /** the port the main thread listens on */
-  port: number;
   logger: Logger;
   requests: Int32Array;
   rateTable: SharedArrayBuffer;
@@ -59,13 +57,16 @@ export class RequestThreads implements ViewSink {
 
   constructor(private readonly options: RequestThreadsOptions) {}
 
-  /** Starts every thread; rejects if one cannot listen. */
-  async start(): Promise<void> {
-    Atomics.store(this.published, 0, this.options.view().seq);
+  /** Starts every thread on `port` (the main thread's); rejects if one cannot listen. */
+  async start(port: number): Promise<void> {
+    this.port = port;
     const started = [];
     for (let index = 1; index <= this.options.count; index++) started.push(this.spawn(index));
     await Promise.all(started);
   }
+
+  /** the port the main thread listens on, once it does */
+  private port = 0;
 
   /** Threads answering now. */
   size(): number {
@@ -145,7 +146,8 @@ export class RequestThreads implements ViewSink {
   }
 
   private spawn(index: number): Promise<void> {
-    const { config, port, requests, rateTable, logger } = this.options;
+    const { config, requests, rateTable, logger } = this.options;
+    const port = this.port;
     const channel = new MessageChannel();
     const view = this.options.view();
     const worker = new Worker(threadUrl, {

@@ -22,11 +22,11 @@ export interface ViewAck {
 }
 
 export class ViewFollower {
-  private view: ReadView;
+  /** the view it answers from, with the readers of its two files */
+  private following: { view: ReadView; served: ReadModelReader; keys: ReadModelReader };
   /** the newest view received that could not be opened yet (a file still being retired); tried again on each read */
   private pending: ReadView | null = null;
-  private readers = new Map<number, ReadModelReader>();
-  private current: { served: ReadModelReader; keys: ReadModelReader };
+  private readonly readers = new Map<number, ReadModelReader>();
   readonly reads: ApiReads = readsOf(() => this.fresh());
 
   constructor(
@@ -35,8 +35,7 @@ export class ViewFollower {
     private readonly published: Int32Array,
     private readonly port: MessagePort,
   ) {
-    this.view = first;
-    this.current = this.open(first);
+    this.following = this.open(first);
     port.on('message', (message: ViewMessage) => {
       this.receive(message.view);
       try {
@@ -48,11 +47,6 @@ export class ViewFollower {
     this.acknowledge();
   }
 
-  /** The view it answers from. */
-  following(): ReadView {
-    return this.view;
-  }
-
   close(): void {
     this.port.close();
     for (const reader of this.readers.values()) reader.db.close();
@@ -60,24 +54,23 @@ export class ViewFollower {
   }
 
   private fresh(): { served: ReadModelReader; keys: ReadModelReader } {
-    if (Atomics.load(this.published, 0) !== this.view.seq) {
+    if (Atomics.load(this.published, 0) !== this.following.view.seq) {
       for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
         this.receive((m.message as ViewMessage).view);
       }
       this.followPending();
     }
-    return this.current;
+    return this.following;
   }
 
   private receive(view: ReadView): void {
-    if (view.seq > (this.pending ?? this.view).seq) this.pending = view;
+    if (view.seq > (this.pending ?? this.following.view).seq) this.pending = view;
   }
 
   private followPending(): void {
     const view = this.pending;
     if (view === null) return;
-    this.current = this.open(view);
-    this.view = view;
+    this.following = this.open(view);
     this.pending = null;
     // Reads are synchronous: no read of this thread is under way on a connection closed here.
     for (const [id, reader] of this.readers) {
@@ -89,8 +82,8 @@ export class ViewFollower {
     this.acknowledge();
   }
 
-  private open(view: ReadView): { served: ReadModelReader; keys: ReadModelReader } {
-    return { served: this.readerOf(view.served), keys: this.readerOf(view.keys) };
+  private open(view: ReadView): { view: ReadView; served: ReadModelReader; keys: ReadModelReader } {
+    return { view, served: this.readerOf(view.served), keys: this.readerOf(view.keys) };
   }
 
   private readerOf(ref: ModelRef): ReadModelReader {
@@ -103,6 +96,6 @@ export class ViewFollower {
   }
 
   private acknowledge(): void {
-    this.port.postMessage({ type: 'following', seq: this.view.seq } satisfies ViewAck);
+    this.port.postMessage({ type: 'following', seq: this.following.view.seq } satisfies ViewAck);
   }
 }
