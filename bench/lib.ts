@@ -12,7 +12,8 @@ import {
   waitUntil,
 } from '../tools/harness.js';
 import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafka.js';
-import { appliedMessages } from '../tools/model-progress.js';
+import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
+import { phase } from './progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
 import { EventPublisher } from '../src/consumer/publish.js';
@@ -76,6 +77,26 @@ export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<R
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * The four topics under `prefix` with the data set published into them, its progress shown: the
+ * topics, the messages published and the total the topics' partitions hold.
+ */
+export async function publishedDataSet(
+  kafka: Kafka,
+  prefix: string,
+  data: BenchData,
+): Promise<{ topics: Record<TopicRole, string>; messages: number; total: number }> {
+  const topics = await createBenchTopics(kafka, prefix);
+  const publishing = { published: 0 };
+  const produced = await phase(
+    `publish ${data.orders} orders`,
+    () => publishBenchData(kafka, topics, data, 1, publishing),
+    () => `${publishing.published} messages`,
+  );
+  const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
+  return { topics, messages: produced.messages, total };
 }
 
 /** Publishes the data set (keys first) and returns how many messages and how long it took. */

@@ -11,35 +11,22 @@
  * is started.
  */
 import { execFileSync } from 'node:child_process';
-import {
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { isEntryPoint, runServiceCommand } from '../tools/harness.js';
 import { seededRandom } from '../tools/demo-data.js';
-import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
+import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import {
   benchBroker,
   benchDataOf,
   benchKeyOf,
-  createBenchTopics,
-  endOffsetsVia,
   kafkaOf,
   keyedOrganizations,
-  publishBenchData,
+  publishedDataSet,
   rate,
   root,
   startServiceProcess,
@@ -63,7 +50,8 @@ import {
 import { directoryBytes, startPeerPostgres, type PeerPostgres } from './peers/postgres/server.js';
 import { wrk, type WrkRequest } from './peers/wrk.js';
 import { counterProbe, note, phase } from './progress.js';
-import { printFigures, type Figure } from './run.js';
+import { type Figure } from './run.js';
+import { numericOptions, reportRun } from './cli.js';
 
 export interface PeerBenchOptions {
   data: BenchData;
@@ -220,14 +208,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
   const service = emptySide();
   const peer = { ...emptySide(), vacuumAnalyzeSeconds: 0, dataDirectoryBytes: 0 };
   try {
-    const topics = await createBenchTopics(kafka, `bench-peer-${Date.now()}`);
-    const publishing = { published: 0 };
-    const produced = await phase(
-      `publish ${data.orders} orders`,
-      () => publishBenchData(kafka, topics, data, 1, publishing),
-      () => `${publishing.published} messages`,
-    );
-    const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
+    const { topics, messages, total } = await publishedDataSet(kafka, `bench-peer-${Date.now()}`, data);
     const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
     dirs.push(dir);
     const dataDir = join(dir, 'data');
@@ -466,7 +447,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       "SELECT current_setting('server_version') AS v",
     );
     const versions = { postgres: postgresVersion?.v ?? 'unknown', ...dependencyVersions() };
-    const results = summarize(produced.messages, versions, service, peer, requests.length);
+    const results = summarize(messages, versions, service, peer, requests.length);
     return { figures: figuresOf(data, results), results };
   } finally {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
@@ -617,73 +598,30 @@ const usage =
   'usage: npm run bench:peer -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--peer-concurrency N]';
 
 if (isEntryPoint(import.meta.url)) {
-  let values: Record<string, string | undefined>;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        orders: { type: 'string', default: '100000' },
-        seconds: { type: 'string', default: '10' },
-        warmup: { type: 'string', default: '3' },
-        connections: { type: 'string', default: '10' },
-        rounds: { type: 'string', default: '2' },
-        'peer-concurrency': { type: 'string', default: '3' },
-      },
-    }));
-  } catch (error) {
-    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
-    process.exit(2);
-  }
-  const number = (name: string): number => {
-    const n = Number(values[name]);
-    if (!Number.isSafeInteger(n) || n < (name === 'warmup' ? 0 : 1)) {
-      console.error(`--${name} must be a positive integer\n${usage}`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const n = numericOptions(
+    { orders: 100_000, seconds: 10, warmup: 3, connections: 10, rounds: 2, 'peer-concurrency': 3 },
+    usage,
+    { warmup: 0 },
+  );
   const options: PeerBenchOptions = {
-    data: benchDataOf(number('orders')),
-    seconds: number('seconds'),
-    warmUp: number('warmup'),
-    connections: number('connections'),
-    rounds: number('rounds'),
+    data: benchDataOf(n.orders),
+    seconds: n.seconds,
+    warmUp: n.warmup,
+    connections: n.connections,
+    rounds: n.rounds,
     runtime: 'dist',
-    partitionsConcurrently: number('peer-concurrency'),
+    partitionsConcurrently: n['peer-concurrency'],
   };
   useBuiltService();
   buildPeer();
   const started = new Date();
   runPeerBench(options)
-    .then(({ figures, results }) => {
-      console.log(`\npeer benchmark, ${started.toISOString()}, Node ${process.version}\n`);
-      console.log(printFigures(figures));
-      const file = join(root, 'bench', 'results', `peer-${started.toISOString().replace(/[:.]/g, '-')}.json`);
-      mkdirSync(join(root, 'bench', 'results'), { recursive: true });
-      const cpu = cpus();
-      writeFileSync(
-        file,
-        `${JSON.stringify(
-          {
-            startedAt: started.toISOString(),
-            finishedAt: new Date().toISOString(),
-            command: `npm run bench:peer -- ${process.argv.slice(2).join(' ')}`.trim(),
-            options,
-            machine: {
-              cpus: cpu.length,
-              cpuModel: cpu[0]?.model ?? 'unknown',
-              memoryGiB: Math.round(totalmem() / 2 ** 30),
-              platform: `${process.platform} ${process.arch}`,
-            },
-            ...results,
-            versions: { node: process.version, ...results.versions },
-            figures,
-          },
-          null,
-          2,
-        )}\n`,
-      );
-      console.log(`\nresults: ${file}`);
-    })
+    .then(({ figures, results }) =>
+      reportRun('peer', started, options, figures, {
+        ...results,
+        versions: { node: process.version, ...results.versions },
+      }),
+    )
     .catch((error: unknown) => {
       console.error(error);
       process.exit(1);

@@ -10,23 +10,19 @@
  * Prints the figures and the ratio N / 1; writes bench/results/workers-<UTC date-time>.json.
  * KAFKA_BROKERS names a broker, else the project's local one is started.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { isEntryPoint } from '../tools/harness.js';
-import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
+import { appliedMessages } from '../tools/model-progress.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import {
   benchBroker,
   benchDataOf,
   benchKeyOf,
-  createBenchTopics,
-  endOffsetsVia,
   kafkaOf,
   keyedOrganizations,
-  publishBenchData,
-  root,
+  publishedDataSet,
   startServiceProcess,
   useBuiltService,
   waitUntil,
@@ -39,7 +35,8 @@ import { assertSameAnswers, compareAnswers, sampleRequests } from './peers/compa
 import { memoryPeaks, treeCpuMs } from './peers/proc.js';
 import { wrk, type WrkRequest } from './peers/wrk.js';
 import { counterProbe, note, phase } from './progress.js';
-import { printFigures, type Figure } from './run.js';
+import { numericOptions, reportRun } from './cli.js';
+import { type Figure } from './run.js';
 
 export interface WorkersBenchOptions {
   data: BenchData;
@@ -80,14 +77,7 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
   const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
   const running: { service: ServiceProcess; stopTracking: () => void }[] = [];
   try {
-    const topics = await createBenchTopics(kafka, `bench-workers-${Date.now()}`);
-    const publishing = { published: 0 };
-    const produced = await phase(
-      `publish ${data.orders} orders`,
-      () => publishBenchData(kafka, topics, data, 1, publishing),
-      () => `${publishing.published} messages`,
-    );
-    const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
+    const { topics, messages, total } = await publishedDataSet(kafka, `bench-workers-${Date.now()}`, data);
     const first = join(dir, 'one');
     const ingesting = await startServiceProcess(broker.brokers, topics, first);
     await phase(
@@ -216,7 +206,7 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
       ) / 1000;
     const ratios = { ordersRps: ratio('orders'), articlesRps: ratio('articles') };
     const summary: WorkersBenchResults = {
-      messages: produced.messages,
+      messages: messages,
       sample: { requests: requests.length, differences: 0 },
       sides: results,
       ratios,
@@ -274,81 +264,23 @@ const usage =
   'usage: npm run bench:workers -- [--orders N] [--workers N] [--seconds N] [--warmup N] [--connections N] [--rounds N]';
 
 if (isEntryPoint(import.meta.url)) {
-  let values: Record<string, string | undefined>;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        orders: { type: 'string', default: '100000' },
-        workers: { type: 'string', default: '2' },
-        seconds: { type: 'string', default: '10' },
-        warmup: { type: 'string', default: '3' },
-        connections: { type: 'string', default: '10' },
-        rounds: { type: 'string', default: '2' },
-      },
-      strict: true,
-    }));
-  } catch (error) {
-    console.error(`${error instanceof Error ? error.message : String(error)}\n${usage}`);
-    process.exit(2);
-  }
-  const number = (name: string): number => {
-    const n = Number(values[name]);
-    if (!Number.isSafeInteger(n) || n < 1) {
-      console.error(`--${name} must be a positive integer\n${usage}`);
-      process.exit(2);
-    }
-    return n;
-  };
+  const n = numericOptions(
+    { orders: 100_000, workers: 2, seconds: 10, warmup: 3, connections: 10, rounds: 2 },
+    usage,
+    { workers: 2, warmup: 0 },
+  );
   const options: WorkersBenchOptions = {
-    data: benchDataOf(number('orders')),
-    workers: number('workers'),
-    seconds: number('seconds'),
-    warmUp: number('warmup'),
-    connections: number('connections'),
-    rounds: number('rounds'),
+    data: benchDataOf(n.orders),
+    workers: n.workers,
+    seconds: n.seconds,
+    warmUp: n.warmup,
+    connections: n.connections,
+    rounds: n.rounds,
   };
-  if (options.workers < 2) {
-    console.error(`--workers must be at least 2: it is measured against 1\n${usage}`);
-    process.exit(2);
-  }
   useBuiltService();
   const started = new Date();
   runWorkersBench(options)
-    .then(({ figures, results }) => {
-      console.log(`\nworkers benchmark, ${started.toISOString()}, Node ${process.version}\n`);
-      console.log(printFigures(figures));
-      const file = join(
-        root,
-        'bench',
-        'results',
-        `workers-${started.toISOString().replace(/[:.]/g, '-')}.json`,
-      );
-      mkdirSync(join(root, 'bench', 'results'), { recursive: true });
-      const cpu = cpus();
-      writeFileSync(
-        file,
-        `${JSON.stringify(
-          {
-            startedAt: started.toISOString(),
-            finishedAt: new Date().toISOString(),
-            command: `npm run bench:workers -- ${process.argv.slice(2).join(' ')}`.trim(),
-            options,
-            machine: {
-              cpus: cpu.length,
-              cpuModel: cpu[0]?.model ?? 'unknown',
-              memoryGiB: Math.round(totalmem() / 2 ** 30),
-              platform: `${process.platform} ${process.arch}`,
-            },
-            node: process.version,
-            workers: results,
-            figures,
-          },
-          null,
-          2,
-        )}\n`,
-      );
-      console.log(`\nresults: ${file}`);
-    })
+    .then(({ figures, results }) => reportRun('workers', started, options, figures, { workers: results }))
     .catch((error: unknown) => {
       console.error(error);
       process.exit(1);
