@@ -93,7 +93,7 @@ export const ServiceEnv = z.object({
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
   REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
   /** requests per API key per window; 0 turns the limit off */
-  RATE_LIMIT_MAX: decimalInteger.default(0),
+  RATE_LIMIT_MAX: decimalInteger.pipe(z.number().max(4_000_000)).default(0),
   RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
   /** what one record batch may inflate to; a batch beyond it is paused and reported, never inflated */
   BATCH_MAX_INFLATED_BYTES: decimalInteger.pipe(z.number().min(1024 * 1024)).default(4 * 1024 * 1024),

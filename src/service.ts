@@ -3,6 +3,7 @@
  * projectors in worker threads, candidates, switches), the public API, the admin listener, and the
  * timers that drive the lifecycle's checks. The one place, with `main.ts`, that builds clients.
  */
+import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
 import { keysWatchFile, removeKeysWatchFiles, startKeysWatch } from './consumer/keys-watch.js';
@@ -130,6 +131,7 @@ async function startServing(
   } catch (error) {
     await running.stop();
     await kafka.close();
+    await tracing?.shutdown();
     throw error;
   }
   if (threads !== null) requestThreadMetrics(metrics.registry, threads);
@@ -179,6 +181,16 @@ async function startServing(
   };
 }
 
+/** Binds the port without SO_REUSEPORT and lets it go: EADDRINUSE if any process listens on it. */
+async function assertPortFree(host: string, port: number): Promise<void> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, resolve);
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
+
 function listeningPort(app: FastifyInstance): number {
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('the API listens on no TCP port');
@@ -208,6 +220,9 @@ async function listen(
   config: ServiceConfig,
   threads: RequestThreads | null,
 ): Promise<void> {
+  // With SO_REUSEPORT another process listening the same way would silently share the port and
+  // half the connections: the port must be free first.
+  if (threads !== null && config.http.port !== 0) await assertPortFree(config.http.host, config.http.port);
   // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
   await app.listen({ host: config.http.host, port: config.http.port, reusePort: threads !== null } as {
     host: string;

@@ -266,7 +266,16 @@ export class ReadModelLifecycle {
     // Stopping closes the models: the API answers from the last view until it has stopped.
     if (last !== null && (state.name === 'stopping' || state.name === 'stopped')) return last;
     const served = state.served;
-    const keys = this.keys.sourceFor(served, candidateOf(state));
+    let keys: KeySource;
+    try {
+      keys = this.keys.sourceFor(served, candidateOf(state));
+    } catch (error) {
+      // Called from projectors' and the watch's reports too, where a throw would end the process:
+      // the API keeps answering from the last view, worked out again at the next report.
+      if (last === null) throw error;
+      this.options.logger.error({ err: error }, 'working out where keys are looked up failed');
+      return last;
+    }
     if (last !== null && last.served === served && last.keys.ref.id === keys.ref.id) return last;
     const view = {
       seq: (last?.seq ?? 0) + 1,

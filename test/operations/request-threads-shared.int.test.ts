@@ -4,6 +4,7 @@
  * again while the others answer.
  */
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
 import { keyOf } from '../helpers/api.js';
@@ -36,7 +37,7 @@ function portOf(address: ReturnType<import('node:net').Server['address']>): numb
   return address.port;
 }
 
-describe('three request threads (HTTP_WORKERS=3)', () => {
+describe('request threads (HTTP_WORKERS)', () => {
   it('share one budget per key and one /metrics, and start a thread that died again', async () => {
     const budget = 12;
     const fixture = await serviceFixture({
@@ -79,5 +80,26 @@ describe('three request threads (HTTP_WORKERS=3)', () => {
       20_000,
     );
     for (let i = 0; i < 6; i++) expect(await get(port, '/orders?limit=1')).toBe(429);
+    // The ended thread's requests stay in the sum: a count that fell would be a reset to Prometheus.
+    expect(sample(await metrics(), 'orders_read_model_http_request_duration_seconds_count')).toBe(
+      2 * budget + 12,
+    );
+  });
+
+  it('refuses to start when another process listens on HTTP_PORT, rather than share it through SO_REUSEPORT', async () => {
+    const other = createServer();
+    await new Promise<void>((resolve) =>
+      other.listen(
+        { host: '127.0.0.1', port: 0, reusePort: true } as { host: string; port: number },
+        resolve,
+      ),
+    );
+    const taken = portOf(other.address());
+    const fixture = await serviceFixture({
+      orders: 1,
+      env: { HTTP_WORKERS: '2', HTTP_HOST: '127.0.0.1', HTTP_PORT: String(taken) },
+    });
+    await expect(fixture.start()).rejects.toThrow(/EADDRINUSE/);
+    await new Promise<void>((resolve) => other.close(() => resolve()));
   });
 });

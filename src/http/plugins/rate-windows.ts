@@ -17,7 +17,10 @@ export interface Window {
   endsAtMs: number;
 }
 
-/** Keys with a window at once: far beyond the keys of any deployment (1 MiB of shared memory). */
+/**
+ * Slots (1 MiB of shared memory): keys with a window at once. A key whose 64 neighbouring slots
+ * all hold current windows of other keys is not limited until one ends.
+ */
 const defaultSlots = 1 << 16;
 /** Slots looked at from a key's own before giving up (a full neighbourhood: the request is not limited). */
 const maxProbes = 64;
@@ -125,16 +128,25 @@ export class RateWindows {
         const held = Atomics.load(this.words, at);
         if (held === fingerprint) return at + 1;
         if (held === 0n) empty = at;
-        else if (ended === null && this.windowOf(Atomics.load(this.words, at + 1), now) === null) ended = at;
+        else if (ended === null && this.hasEnded(at, now)) ended = at;
       }
       if (!claim) return null;
       const at = ended ?? empty;
       if (at === null) return null;
       const held = Atomics.load(this.words, at);
-      const free = at === empty ? held === 0n : this.windowOf(Atomics.load(this.words, at + 1), now) === null;
+      const free = at === empty ? held === 0n : this.hasEnded(at, now);
       if (free && Atomics.compareExchange(this.words, at, held, fingerprint) === held) return at + 1;
     }
     return null;
+  }
+
+  /**
+   * Whether the key of the slot at `at` has a window that ended. A slot claimed a moment ago holds no
+   * window yet (0): it is not free.
+   */
+  private hasEnded(at: number, now: number): boolean {
+    const state = Atomics.load(this.words, at + 1);
+    return state !== 0n && this.windowOf(state, now) === null;
   }
 
   private windowOf(state: bigint, now: number): Window | null {

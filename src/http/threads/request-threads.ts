@@ -6,6 +6,7 @@
  * answers from a file the lifecycle has retired.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { AggregatorRegistry } from 'prom-client';
 import type { ServiceConfig } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import type { ReadView, ViewSink } from '../../read-model/read-view.js';
@@ -19,6 +20,8 @@ const threadUrl = import.meta.url.endsWith('.js')
 
 /** How long a thread may take to follow a view before it is ended. */
 const settleTimeoutMs = 5000;
+/** How long a stop waits for a thread to finish its requests before ending it. */
+const stopTimeoutMs = 5000;
 /** How long a scrape waits for a thread's metrics. */
 const metricsTimeoutMs = 2000;
 /** Delays before starting a thread that died again: doubling from 1 s, at most 10 s. */
@@ -31,6 +34,8 @@ interface RequestThread {
   /** the view it has acknowledged answering from; 0 before its first */
   following: number;
   listening: boolean;
+  /** its request metrics at the last scrape it answered */
+  lastMetrics: MetricsJson | null;
 }
 
 export interface RequestThreadsOptions {
@@ -49,7 +54,8 @@ export class RequestThreads implements ViewSink {
   private readonly threads = new Map<number, RequestThread>();
   private readonly waiting = new Set<() => void>();
   private readonly restartTimers = new Set<NodeJS.Timeout>();
-  private failures = 0;
+  /** restarts in a row of each thread, for its backoff; a thread that listens starts over */
+  private readonly failures = new Map<number, number>();
   private stopping = false;
   private lastMetricsId = 0;
   /** threads started again after dying */
@@ -82,9 +88,12 @@ export class RequestThreads implements ViewSink {
 
   async settled(): Promise<void> {
     const seq = Atomics.load(this.published, 0);
-    const behind = (): RequestThread[] => [...this.threads.values()].filter((t) => t.following < seq);
+    // A thread still starting opens the newest view it has received before its first answer, and
+    // compares the number before every read: it never answers from an older one.
+    const behind = (): RequestThread[] =>
+      [...this.threads.values()].filter((t) => t.listening && t.following < seq);
     if (behind().length === 0) return;
-    const timer = setTimeout(() => {
+    const timer = setInterval(() => {
       for (const thread of behind()) {
         this.options.logger.error(
           { thread: thread.index, view: seq, following: thread.following },
@@ -102,10 +111,14 @@ export class RequestThreads implements ViewSink {
       this.waiting.add(check);
       check();
     });
-    clearTimeout(timer);
+    clearInterval(timer);
   }
 
-  /** Every thread's request metrics; a thread that does not answer in time is left out of this scrape. */
+  /**
+   * Every thread's request metrics. A thread that does not answer in time counts with its last
+   * answer, and one that has ended with its last answer too, so that no sum ever goes down (a
+   * counter that falls is a reset to Prometheus); the requests it answered after that are lost.
+   */
   async snapshots(): Promise<MetricsJson[]> {
     const answers = [...this.threads.values()].map(
       (thread) =>
@@ -118,14 +131,26 @@ export class RequestThreads implements ViewSink {
           const done = (metrics: MetricsJson | null): void => {
             clearTimeout(timer);
             thread.worker.off('message', onMessage);
-            resolve(metrics);
+            if (metrics !== null) thread.lastMetrics = metrics;
+            resolve(thread.lastMetrics);
           };
           thread.worker.on('message', onMessage);
           thread.worker.postMessage({ type: 'metrics', id } satisfies ToRequestThread);
         }),
     );
-    return (await Promise.all(answers)).filter((metrics) => metrics !== null);
+    const live = (await Promise.all(answers)).filter((metrics) => metrics !== null);
+    if (this.ended.length > 1) {
+      // folded into one, so that a thread restarted again and again does not grow the list
+      const folded = (await AggregatorRegistry.aggregate(
+        this.ended.splice(0),
+      ).getMetricsAsJSON()) as MetricsJson;
+      this.ended.unshift(folded);
+    }
+    return [...this.ended, ...live];
   }
+
+  /** the last metrics of threads that have ended, kept in the sums */
+  private readonly ended: MetricsJson[] = [];
 
   /** Ends a thread as a crash would (fault tests). */
   async terminate(index: number): Promise<void> {
@@ -140,7 +165,10 @@ export class RequestThreads implements ViewSink {
       [...this.threads.values()].map(async (thread) => {
         const exited = new Promise((resolve) => thread.worker.once('exit', resolve));
         thread.worker.postMessage({ type: 'stop' } satisfies ToRequestThread);
+        // in-flight requests are answered within this; a thread that hangs is ended
+        const hung = setTimeout(() => void thread.worker.terminate(), stopTimeoutMs);
         await exited;
+        clearTimeout(hung);
       }),
     );
   }
@@ -167,7 +195,14 @@ export class RequestThreads implements ViewSink {
       // A request's garbage is short-lived: the main thread's young generation (--max-semi-space-size=4)
       resourceLimits: { maxYoungGenerationSizeMb: 12 },
     });
-    const thread: RequestThread = { index, worker, viewPort: channel.port1, following: 0, listening: false };
+    const thread: RequestThread = {
+      index,
+      worker,
+      viewPort: channel.port1,
+      following: 0,
+      listening: false,
+      lastMetrics: null,
+    };
     this.threads.set(index, thread);
     channel.port1.on('message', (ack: ViewAck) => {
       thread.following = Math.max(thread.following, ack.seq);
@@ -177,7 +212,7 @@ export class RequestThreads implements ViewSink {
       worker.on('message', (message: FromRequestThread) => {
         if (message.type === 'listening') {
           thread.listening = true;
-          this.failures = 0;
+          this.failures.delete(index);
           resolve();
         } else if (message.type === 'failed') {
           const error = new Error(`request thread ${index} failed: ${message.message}`);
@@ -195,6 +230,7 @@ export class RequestThreads implements ViewSink {
       worker.on('exit', (code) => {
         channel.port1.close();
         this.threads.delete(index);
+        if (thread.lastMetrics !== null) this.ended.push(thread.lastMetrics);
         for (const check of [...this.waiting]) check();
         reject(new Error(`request thread ${index} exited with code ${code} while starting`));
         if (this.stopping) return;
@@ -204,8 +240,9 @@ export class RequestThreads implements ViewSink {
   }
 
   private restartLater(index: number, code: number): void {
-    const delay = Math.min(restart.maxMs, restart.initialMs * 2 ** Math.min(this.failures, 10));
-    this.failures += 1;
+    const failures = this.failures.get(index) ?? 0;
+    const delay = Math.min(restart.maxMs, restart.initialMs * 2 ** Math.min(failures, 10));
+    this.failures.set(index, failures + 1);
     this.options.logger.error(
       { thread: index, exitCode: code, restartInMs: delay },
       'a request thread ended; it is started again',

@@ -35,7 +35,14 @@ export class ViewFollower {
     private readonly published: Int32Array,
     private readonly port: MessagePort,
   ) {
-    this.following = this.open(first);
+    // Views published since the thread was started wait on the port: open the newest (an older
+    // one's file may be retired already).
+    let newest = first;
+    for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+      const view = (m.message as ViewMessage).view;
+      if (view.seq > newest.seq) newest = view;
+    }
+    this.following = this.open(newest);
     port.on('message', (message: ViewMessage) => {
       this.receive(message.view);
       try {
@@ -70,11 +77,15 @@ export class ViewFollower {
   private followPending(): void {
     const view = this.pending;
     if (view === null) return;
+    const previous = this.following.view;
     this.following = this.open(view);
     this.pending = null;
-    // Reads are synchronous: no read of this thread is under way on a connection closed here.
+    // Reads are synchronous: no read of this thread is under way on a connection closed here. The
+    // previous view's readers stay one view longer: the keys may move back to them at the next
+    // batch (the watch and a candidate overtaking each other).
+    const kept = new Set([view.served.id, view.keys.id, previous.served.id, previous.keys.id]);
     for (const [id, reader] of this.readers) {
-      if (id !== view.served.id && id !== view.keys.id) {
+      if (!kept.has(id)) {
         reader.db.close();
         this.readers.delete(id);
       }
