@@ -128,14 +128,16 @@ async function startServing(
   });
   try {
     await listen(app, config, threads);
+    await admin.listen({ host: config.admin.host, port: config.admin.port });
   } catch (error) {
+    await threads?.stop();
+    await app.close();
     await running.stop();
     await kafka.close();
     await tracing?.shutdown();
     throw error;
   }
   if (threads !== null) requestThreadMetrics(metrics.registry, threads);
-  await admin.listen({ host: config.admin.host, port: config.admin.port });
 
   const lagTimer = repeat(config.health.lagCheckIntervalMs, () =>
     running.checkLag().catch((error: unknown) => logger.warn({ err: error }, 'lag check failed')),

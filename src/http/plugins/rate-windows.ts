@@ -131,11 +131,21 @@ export class RateWindows {
         else if (ended === null && this.hasEnded(at, now)) ended = at;
       }
       if (!claim) return null;
-      const at = ended ?? empty;
-      if (at === null) return null;
-      const held = Atomics.load(this.words, at);
-      const free = at === empty ? held === 0n : this.hasEnded(at, now);
-      if (free && Atomics.compareExchange(this.words, at, held, fingerprint) === held) return at + 1;
+      if (ended !== null) {
+        // Taken over by moving its ended window to a current empty one first: one thread wins that,
+        // and no other sees the slot as free while the fingerprint changes.
+        const state = Atomics.load(this.words, ended + 1);
+        if (
+          state !== 0n &&
+          this.windowOf(state, now) === null &&
+          Atomics.compareExchange(this.words, ended + 1, state, this.pack(now, 0)) === state
+        ) {
+          Atomics.store(this.words, ended, fingerprint);
+          return ended + 1;
+        }
+      } else if (empty !== null) {
+        if (Atomics.compareExchange(this.words, empty, 0n, fingerprint) === 0n) return empty + 1;
+      } else return null;
     }
     return null;
   }

@@ -132,7 +132,8 @@ export class RequestThreads implements ViewSink {
             clearTimeout(timer);
             thread.worker.off('message', onMessage);
             if (metrics !== null) thread.lastMetrics = metrics;
-            resolve(thread.lastMetrics);
+            // a thread that ended meanwhile counts among the ended ones already
+            resolve(this.threads.get(thread.index) === thread ? thread.lastMetrics : null);
           };
           thread.worker.on('message', onMessage);
           thread.worker.postMessage({ type: 'metrics', id } satisfies ToRequestThread);

@@ -81,9 +81,11 @@ export class ViewFollower {
     this.following = this.open(view);
     this.pending = null;
     // Reads are synchronous: no read of this thread is under way on a connection closed here. The
-    // previous view's readers stay one view longer: the keys may move back to them at the next
-    // batch (the watch and a candidate overtaking each other).
-    const kept = new Set([view.served.id, view.keys.id, previous.served.id, previous.keys.id]);
+    // previous view's keys reader, when it was a file of its own, stays one view longer: the keys
+    // may move back to it at the next batch (the watch and a candidate overtaking each other). A
+    // served file switched from is closed at once: the lifecycle deletes it once all have followed.
+    const kept = new Set([view.served.id, view.keys.id]);
+    if (previous.keys.id !== previous.served.id) kept.add(previous.keys.id);
     for (const [id, reader] of this.readers) {
       if (!kept.has(id)) {
         reader.db.close();
