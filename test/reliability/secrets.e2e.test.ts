@@ -44,9 +44,10 @@ describe('secrets', () => {
       fetch(`http://127.0.0.1:${port}${API_PREFIX}${path}`, {
         headers: authorization === undefined ? {} : { authorization },
       }).then((r) => r.status);
+    // The keys have a consumer of their own: the key may be accepted before the order is applied.
     await waitUntil(
-      'the valid key is accepted',
-      async () => (await get('/orders', `Bearer ${valid}`).catch(() => 0)) === 200,
+      'the valid key is accepted and order 1 is applied',
+      async () => (await get('/orders/1/articles', `Bearer ${valid}`).catch(() => 0)) === 200,
     );
     const statuses = [
       await get('/orders', `Bearer ${valid}`),
