@@ -1,9 +1,10 @@
 /**
  * The request threads beside the main thread (HTTP_WORKERS − 1 of them): started on the main
  * thread's port, told every view the lifecycle publishes, asked for their request metrics, and
- * restarted with backoff when one dies. A view is settled once every thread answers from it; a
- * thread that does not within `settleTimeoutMs` is ended (and restarted), so that no thread ever
- * answers from a file the lifecycle has retired.
+ * restarted with backoff when one dies. A view is settled once every listening thread answers
+ * from it (one still starting opens the newest view before its first answer); a thread that does
+ * not within `settleTimeoutMs` is ended (and restarted), so that no thread ever answers from a file
+ * the lifecycle has retired.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AggregatorRegistry } from 'prom-client';

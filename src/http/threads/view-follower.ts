@@ -31,7 +31,7 @@ export class ViewFollower {
 
   constructor(
     first: ReadView,
-    /** the published view's number, in shared memory (`ViewPublisher`) */
+    /** the published view's number, in shared memory (`RequestThreads.publish`) */
     private readonly published: Int32Array,
     private readonly port: MessagePort,
   ) {
