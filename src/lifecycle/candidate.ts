@@ -9,6 +9,7 @@ import type { Logger } from '../logger.js';
 import { openReadModel } from '../read-model/database.js';
 import { RebuildLocked, type ModelFiles } from '../read-model/files.js';
 import { distanceTo, Generation } from './generation.js';
+import type { LifecycleOptions } from './options.js';
 import type { GainMark, ReleaseLock } from './states.js';
 
 export class Candidates {
@@ -19,8 +20,31 @@ export class Candidates {
 
   constructor(private readonly options: { files: ModelFiles; logger: Logger }) {}
 
+  /**
+   * What to catch up next: a new proposal (the candidate it supersedes retired, its lock kept), or
+   * this version's own rebuild when the served model is of an older one and nothing is proposed;
+   * null when the candidate, or the lack of one, stays.
+   */
+  next(
+    served: Generation,
+    candidate: Generation | null,
+    lock: ReleaseLock | null,
+  ): { candidate: Generation; lock: ReleaseLock | null } | null {
+    const proposal = this.proposal(served, candidate);
+    if (proposal !== null) {
+      if (candidate !== null) this.retire(candidate);
+      this.options.logger.info(
+        { file: proposal.file, served: served.file },
+        'catching up a proposed model before serving it',
+      );
+      return { candidate: proposal, lock };
+    }
+    if (candidate === null && !served.currentVersion) return this.versionRebuild();
+    return null;
+  }
+
   /** A newly proposed model to catch up, opened; null when `NEXT` names nothing new that can be served. */
-  proposal(served: Generation, candidate: Generation | null): Generation | null {
+  private proposal(served: Generation, candidate: Generation | null): Generation | null {
     const { files, logger } = this.options;
     const proposed = files.nextFile();
     if (proposed === served.file) files.clearNext(proposed);
@@ -42,7 +66,7 @@ export class Candidates {
   }
 
   /** Starts this process's rebuild for this projection version: a new file, proposed, under the lock; null while another rebuild holds it. */
-  versionRebuild(): { candidate: Generation; lock: ReleaseLock } | null {
+  private versionRebuild(): { candidate: Generation; lock: ReleaseLock } | null {
     const { files, logger } = this.options;
     let lock: ReleaseLock;
     try {
@@ -66,7 +90,7 @@ export class Candidates {
   }
 
   /** Stops and deletes a candidate superseded by a newer proposal: this process retires it. */
-  retire(old: Generation): void {
+  private retire(old: Generation): void {
     const { files, logger } = this.options;
     const retire = async (): Promise<void> => {
       await old.stopProjecting();
@@ -91,9 +115,10 @@ export function paceCandidate(
   pace: { served: Generation; candidate: Generation; gainMark: GainMark | null },
   ends: readonly PartitionEnds[],
   now: number,
-  options: { readyMaxLag: number; windowMs: number; logger: Logger },
+  options: Pick<LifecycleOptions, 'readyMaxLag' | 'candidateGainWindowMs' | 'logger'>,
 ): GainMark | null {
   const { candidate, served } = pace;
+  const windowMs = options.candidateGainWindowMs ?? 30_000;
   let mark = pace.gainMark;
   if (!candidate.givesWay() || candidate.projector() === null) return mark;
   const logStarts = new Map(ends.map((end) => [offsetKey(end.topic, end.partition), end.start]));
@@ -103,9 +128,9 @@ export function paceCandidate(
     why = 'it is within READY_MAX_LAG of the served model';
   } else if (mark === null) {
     mark = { distance, at: now };
-  } else if (now - mark.at >= options.windowMs) {
+  } else if (now - mark.at >= windowMs) {
     if (distance > mark.distance * 0.9) {
-      why = `it gained less than a tenth of its distance to the served model in ${options.windowMs} ms`;
+      why = `it gained less than a tenth of its distance to the served model in ${windowMs} ms`;
     }
     mark = { distance, at: now };
   }

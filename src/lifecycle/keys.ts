@@ -27,7 +27,7 @@ export class Keys {
     private readonly options: {
       apiKeysTopic: string;
       logger: Logger;
-      startKeysWatch?: () => Promise<KeysWatch>;
+      startKeysWatch?: (() => Promise<KeysWatch>) | undefined;
       /** hands a watch that has started back to the lifecycle's queue (`started`) */
       post: (command: () => void) => void;
       /** the watch started or ended: the source of keys may change */

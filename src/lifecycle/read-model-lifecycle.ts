@@ -6,14 +6,15 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { PartitionEnds } from '../kafka/port.js';
-import { readsOf, type ReadView } from '../read-model/read-view.js';
+import type { ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
 import { Candidates, paceCandidate } from './candidate.js';
 import { Generation } from './generation.js';
 import { startProjecting, type ProjectorContext } from './projector-events.js';
 import { Health, type HealthReport } from './health.js';
-import { Keys, type KeySource } from './keys.js';
+import { Keys } from './keys.js';
 import { LifecycleMachine } from './machine.js';
+import { ServedView } from './served-view.js';
 import type { LifecycleOptions } from './options.js';
 import {
   candidateOf,
@@ -35,39 +36,34 @@ export class ReadModelLifecycle {
   private readonly candidates: Candidates;
   private readonly projectors: ProjectorContext;
 
-  /**
-   * What the API answers from: the served model, and keys from whichever model has read furthest on
-   * the keys topic. Worked out again whenever either may change (a move of the state, a committed
-   * batch of the keys topic, the keys watch), and published to the request threads as it changes.
-   */
-  private view: {
-    seq: number;
-    served: Generation;
-    keys: KeySource;
-    reads: { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> };
-  } | null = null;
-  /** generations switched away from, closed and deleted once no request thread reads them */
-  private readonly retiring = new Set<Promise<void>>();
+  /** What the API answers from, published to the request threads as it changes. */
+  private readonly view: ServedView;
 
   /** What the HTTP API of this thread reads (`readView()` for the others). */
-  readonly reads: ApiReads = readsOf(() => (this.view ?? this.refreshView()).reads);
+  get reads(): ApiReads {
+    return this.view.reads;
+  }
 
   constructor(private readonly options: LifecycleOptions) {
     const { logger, clock, startKeysWatch } = options;
-    this.machine = new LifecycleMachine({ ...options, moved: () => this.refreshView() });
+    this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);
     this.candidates = new Candidates(options);
     this.keys = new Keys({
       apiKeysTopic: options.topics.apiKeys,
       logger,
       post: (command) => this.machine.send('keys watch', command),
-      changed: () => this.refreshView(),
-      ...(startKeysWatch === undefined
-        ? {}
-        : {
-            startKeysWatch: () =>
-              startKeysWatch(`${options.groupId}.keys.${clock.now()}`, () => this.refreshView()),
-          }),
+      changed: () => this.view.refresh(),
+      startKeysWatch:
+        startKeysWatch &&
+        (() => startKeysWatch(`${options.groupId}.keys.${clock.now()}`, () => this.view.refresh())),
+    });
+    this.view = new ServedView({
+      state: () => this.machine.current,
+      keys: this.keys,
+      files: options.files,
+      logger,
+      views: options.views,
     });
     this.projectors = {
       machine: this.machine,
@@ -78,7 +74,7 @@ export class ReadModelLifecycle {
         clock,
         logger,
         apiKeysTopic: options.topics.apiKeys,
-        keysMoved: () => this.refreshView(),
+        keysMoved: () => this.view.refresh(),
         ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
       },
       ...(options.events === undefined ? {} : { events: options.events }),
@@ -107,8 +103,7 @@ export class ReadModelLifecycle {
 
   /** The view the API answers from now, as request threads open it. */
   readView(): ReadView {
-    const view = this.view ?? this.refreshView();
-    return { seq: view.seq, served: view.served.ref(), keys: view.keys.ref };
+    return this.view.readView();
   }
 
   state(): ServiceState {
@@ -174,11 +169,7 @@ export class ReadModelLifecycle {
     if (state.name === 'rebuilding') {
       const ratio = this.health_.progressOf(state.candidate);
       if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
-      const gainMark = paceCandidate(state, ends, now, {
-        readyMaxLag: this.options.readyMaxLag,
-        windowMs: this.options.candidateGainWindowMs ?? 30_000,
-        logger: this.options.logger,
-      });
+      const gainMark = paceCandidate(state, ends, now, this.options);
       this.machine.moveTo({ ...state, gainMark });
     } else if (state.name === 'catching_up' || state.name === 'live') {
       const lag = this.health_.totalLag();
@@ -192,20 +183,12 @@ export class ReadModelLifecycle {
   private proposals(): void {
     const state = this.current;
     if (!isServing(state) && state.name !== 'rebuilding') return;
-    const candidate = candidateOf(state);
-    const lock = state.name === 'rebuilding' ? state.lock : null;
-    const proposal = this.candidates.proposal(state.served, candidate);
-    if (proposal !== null) {
-      if (candidate !== null) this.candidates.retire(candidate);
-      this.adopt(proposal, lock);
-      this.options.logger.info(
-        { file: proposal.file, served: state.served.file },
-        'catching up a proposed model before serving it',
-      );
-    } else if (candidate === null && !state.served.currentVersion) {
-      const rebuild = this.candidates.versionRebuild();
-      if (rebuild !== null) this.adopt(rebuild.candidate, rebuild.lock);
-    }
+    const next = this.candidates.next(
+      state.served,
+      candidateOf(state),
+      state.name === 'rebuilding' ? state.lock : null,
+    );
+    if (next !== null) this.adopt(next.candidate, next.lock);
     this.keys.tend(!state.served.currentVersion);
   }
 
@@ -240,52 +223,8 @@ export class ReadModelLifecycle {
       ...(events?.switched === undefined ? {} : { switched: events.switched }),
     });
     this.machine.moveTo(next);
-    if (next.served !== state.served) this.retire(state.served);
+    if (next.served !== state.served) this.view.retire(state.served);
     if (isServing(next)) void this.checkLag().catch(() => undefined);
-  }
-
-  /** Closes and deletes a generation switched away from, once no request thread reads it. */
-  private retire(previous: Generation): void {
-    const retired = (async () => {
-      await this.options.views?.settled();
-      // Reads are synchronous: once this tick ends, no request of this thread holds the connection.
-      await new Promise((resolve) => setImmediate(resolve));
-      previous.close();
-      this.options.files.remove(previous.file);
-    })().catch((error: unknown) =>
-      this.options.logger.error({ err: error, file: previous.file }, 'retiring a switched-from model failed'),
-    );
-    this.retiring.add(retired);
-    void retired.finally(() => this.retiring.delete(retired));
-  }
-
-  /** Works out what the API answers from, and publishes it when that changed. */
-  private refreshView(): NonNullable<typeof this.view> {
-    const state = this.current;
-    const last = this.view;
-    // Stopping closes the models: the API answers from the last view until it has stopped.
-    if (last !== null && (state.name === 'stopping' || state.name === 'stopped')) return last;
-    const served = state.served;
-    let keys: KeySource;
-    try {
-      keys = this.keys.sourceFor(served, candidateOf(state));
-    } catch (error) {
-      // Called from projectors' and the watch's reports too, where a throw would end the process:
-      // the API keeps answering from the last view, worked out again at the next report.
-      if (last === null) throw error;
-      this.options.logger.error({ err: error }, 'working out where keys are looked up failed');
-      return last;
-    }
-    if (last !== null && last.served === served && last.keys.ref.id === keys.ref.id) return last;
-    const view = {
-      seq: (last?.seq ?? 0) + 1,
-      served,
-      keys,
-      reads: { served: served.reader, keys: keys.reader },
-    };
-    this.view = view;
-    this.options.views?.publish(this.readView());
-    return view;
   }
 
   private async stopAll(): Promise<void> {
@@ -299,7 +238,7 @@ export class ReadModelLifecycle {
       served.stopProjecting(),
       candidate?.stopProjecting(),
       this.keys.stop(),
-      ...this.retiring,
+      this.view.retired(),
     ]);
     served.close();
     candidate?.close();
