@@ -3,20 +3,23 @@
  * (bench/peer.ts) and the request threads (bench/workers.ts), all on one published data set, with
  * every figure in one results file, `bench/results/<UTC date-time>.json`: `ingest.*`, `rebuild.*`,
  * `api.*`, `peer.*` (the service's and the peer's sides, their ratios and the goals) and
- * `workers.*` (HTTP_WORKERS=1 and N).
+ * `workers.*` (HTTP_WORKERS=1 and N). A peer or workers phase that fails is recorded as `peerError` or
+ * `workersError` and the run goes on.
  *
  * Besides bench/run.ts's BENCH_* variables: BENCH_PEER (default 1; 0 leaves the peer out),
  * BENCH_HTTP_WORKERS (the N of the workers phase, default 2; 1 leaves it out), BENCH_ROUNDS (rounds
- * of each load of those two phases, default 2), BENCH_CONNECTIONS (default 10).
+ * of each load of those two phases, default 2), BENCH_CONNECTIONS (default 10); their loads last
+ * BENCH_API_SECONDS after BENCH_API_WARMUP_SECONDS, as the API phase's. Both need `wrk` on the PATH.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isEntryPoint } from '../tools/harness.js';
 import { root, useBuiltService, type DataSetOnBroker } from './lib.js';
-import { runPeerBench, type PeerBenchResults } from './peer.js';
+import { runPeerBench } from './peer.js';
 import { buildPeer } from './peers/postgres/process.js';
+import { requireWrk } from './peers/wrk.js';
 import { benchEnvironment, printFigures, runBench, runRecord, type Figure } from './run.js';
-import { runWorkersBench, type WorkersBenchResults } from './workers.js';
+import { runWorkersBench } from './workers.js';
 
 function wholeNumber(name: string, fallback: number, least: number): number {
   const n = Number(process.env[name] ?? fallback);
@@ -37,30 +40,37 @@ if (isEntryPoint(import.meta.url)) {
     connections: wholeNumber('BENCH_CONNECTIONS', 10, 1),
     rounds: wholeNumber('BENCH_ROUNDS', 2, 1),
   };
+  if (withPeer || workers > 1) requireWrk();
   useBuiltService();
   if (withPeer) buildPeer();
   const started = new Date();
-  const extra: { peer?: PeerBenchResults; workers?: WorkersBenchResults } = {};
-  const peerAndWorkers = async (dataSet: DataSetOnBroker): Promise<Figure[]> => {
-    const figures: Figure[] = [];
-    if (withPeer) {
-      const peer = await runPeerBench({
-        data,
-        ...loads,
-        runtime: 'dist',
-        partitionsConcurrently: 3,
-        dataSet,
-      });
-      extra.peer = peer.results;
-      figures.push(...peer.figures);
+  const extra: Record<string, unknown> = {};
+  /** A phase that fails is recorded (`<name>Error`) and the run goes on: hours of figures are not lost to it. */
+  const side = async (
+    name: 'peer' | 'workers',
+    run: () => Promise<{ figures: Figure[]; results: unknown }>,
+  ): Promise<Figure[]> => {
+    try {
+      const { figures, results } = await run();
+      extra[name] = results;
+      return figures.map((figure) => ({ ...figure, name: `${name}: ${figure.name}` }));
+    } catch (error) {
+      const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+      console.error(`the ${name} phase failed; the run goes on without it:\n${message}`);
+      extra[`${name}Error`] = message;
+      return [{ name: `${name}: failed`, value: message.split('\n')[0] ?? message }];
     }
-    if (workers > 1) {
-      const run = await runWorkersBench({ data, workers, ...loads, dataSet });
-      extra.workers = run.results;
-      figures.push(...run.figures);
-    }
-    return figures;
   };
+  const peerAndWorkers = async (dataSet: DataSetOnBroker): Promise<Figure[]> => [
+    ...(withPeer
+      ? await side('peer', () =>
+          runPeerBench({ data, ...loads, runtime: 'dist', partitionsConcurrently: 3, dataSet }),
+        )
+      : []),
+    ...(workers > 1
+      ? await side('workers', () => runWorkersBench({ data, workers, ...loads, dataSet }))
+      : []),
+  ];
   runBench('all', data, apiSeconds, newEvents, peerAndWorkers)
     .then(({ figures, results }) => {
       console.log(`\nfull benchmark, ${started.toISOString()}, Node ${process.version}\n`);

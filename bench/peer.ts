@@ -309,6 +309,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       runtime: options.runtime,
       partitionsConcurrently: options.partitionsConcurrently,
     });
+    stops.push(() => rebuilding.stop());
     await phase('rebuild: the peer replays every topic into a new database', () =>
       waitForPeer(postgres, rebuildDatabase, total, 60 * 60_000),
     );

@@ -101,8 +101,11 @@ interface Context {
 async function setUp(
   data: BenchData,
 ): Promise<{ ctx: Context; close: () => Promise<void>; figures: Figure[] }> {
-  const dataSet = await dataSetFor(undefined, 'bench', data);
   const dir = mkdtempSync(join(tmpdir(), 'bench-'));
+  const dataSet = await dataSetFor(undefined, 'bench', data).catch((error: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
   const figures: Figure[] = [
     {
       name: 'data set',

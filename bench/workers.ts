@@ -73,13 +73,17 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
   results: WorkersBenchResults;
 }> {
   const { data } = options;
-  const broker = await dataSetFor(options.dataSet, 'bench-workers', data);
-  const { topics, messages, total } = broker;
   const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
+  const broker = await dataSetFor(options.dataSet, 'bench-workers', data).catch((error: unknown) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  });
+  const { topics, messages, total } = broker;
   const running: { service: ServiceProcess; stopTracking: () => void }[] = [];
   try {
     const first = join(dir, 'one');
     const ingesting = await startServiceProcess(broker.brokers, topics, first);
+    running.push({ service: ingesting, stopTracking: () => undefined });
     await phase(
       'ingest: the service projects every topic',
       () => waitUntil('the model holds every event', () => appliedMessages(first) >= total, 60 * 60_000),

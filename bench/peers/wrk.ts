@@ -5,7 +5,7 @@
  * shell that waited for it (its cutime and cstime), so the share of the machine the generator took is
  * known.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -119,5 +119,19 @@ export async function wrk(
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Stops the process with exit code 2 unless `wrk` is on the PATH: before hours of other phases, not after. */
+export function requireWrk(): void {
+  try {
+    execFileSync('wrk', ['--version'], { stdio: 'ignore' });
+  } catch (error) {
+    // wrk --version exits 1 after printing its version; only a missing binary is an error here
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return;
+    console.error(
+      'wrk is not on the PATH (Debian: apt-get install wrk); the peer and workers phases need it',
+    );
+    process.exit(2);
   }
 }

@@ -29,18 +29,14 @@ export class Candidates {
     served: Generation,
     candidate: Generation | null,
     lock: ReleaseLock | null,
-  ): { candidate: Generation; lock: ReleaseLock | null } | null {
+  ): { candidate: Generation; lock: ReleaseLock | null; proposed: boolean } | null {
     const proposal = this.proposal(served, candidate);
     if (proposal !== null) {
       if (candidate !== null) this.retire(candidate);
-      this.options.logger.info(
-        { file: proposal.file, served: served.file },
-        'catching up a proposed model before serving it',
-      );
-      return { candidate: proposal, lock };
+      return { candidate: proposal, lock, proposed: true };
     }
-    if (candidate === null && !served.currentVersion) return this.versionRebuild();
-    return null;
+    const rebuild = candidate === null && !served.currentVersion ? this.versionRebuild() : null;
+    return rebuild === null ? null : { ...rebuild, proposed: false };
   }
 
   /** A newly proposed model to catch up, opened; null when `NEXT` names nothing new that can be served. */

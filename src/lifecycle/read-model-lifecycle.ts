@@ -16,13 +16,7 @@ import { Keys } from './keys.js';
 import { LifecycleMachine } from './machine.js';
 import { ServedView } from './served-view.js';
 import type { LifecycleOptions } from './options.js';
-import {
-  candidateOf,
-  isServing,
-  type LifecycleState,
-  type ReleaseLock,
-  type ServiceState,
-} from './states.js';
+import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
 import { hasReachedAnswered, switchOver } from './switch.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
@@ -82,10 +76,6 @@ export class ReadModelLifecycle {
     };
   }
 
-  private get current(): LifecycleState {
-    return this.machine.current;
-  }
-
   /** Opens the served model (creating the first one), adopts a proposed candidate, and starts the projectors. */
   start(): void {
     if (this.machine.started()) return;
@@ -111,21 +101,21 @@ export class ReadModelLifecycle {
   }
 
   servedFile(): string {
-    return this.current.served.file;
+    return this.machine.current.served.file;
   }
 
   /** The served model's running projector (diagnostics and tests); null while none runs. */
   servedProjector(): ReturnType<Generation['projector']> {
-    return this.current.served.projector();
+    return this.machine.current.served.projector();
   }
 
   candidateFile(): string | null {
-    return candidateOf(this.current)?.file ?? null;
+    return candidateOf(this.machine.current)?.file ?? null;
   }
 
   /** Readiness and what it rests on; reads only. */
   health(): HealthReport {
-    return this.health_.report(this.current, this.options.clock.now());
+    return this.health_.report(this.machine.current, this.options.clock.now());
   }
 
   /**
@@ -161,7 +151,7 @@ export class ReadModelLifecycle {
   }
 
   private lagMeasured(ends: readonly PartitionEnds[]): void {
-    const state = this.current;
+    const state = this.machine.current;
     if (state.name === 'stopping' || state.name === 'stopped') return;
     const now = this.options.clock.now();
     const partitions = this.health_.measured(ends, state.served, candidateOf(state), now);
@@ -181,7 +171,7 @@ export class ReadModelLifecycle {
   }
 
   private proposals(): void {
-    const state = this.current;
+    const state = this.machine.current;
     if (!isServing(state) && state.name !== 'rebuilding') return;
     const next = this.candidates.next(
       state.served,
@@ -189,18 +179,23 @@ export class ReadModelLifecycle {
       state.name === 'rebuilding' ? state.lock : null,
     );
     if (next !== null) this.adopt(next.candidate, next.lock);
+    if (next?.proposed === true)
+      this.options.logger.info(
+        { file: next.candidate.file, served: state.served.file },
+        'catching up a proposed model before serving it',
+      );
     this.keys.tend(!state.served.currentVersion);
   }
 
   private adopt(candidate: Generation, lock: ReleaseLock | null): void {
-    const served = this.current.served;
+    const served = this.machine.current.served;
     candidate.setGiveWay(true);
     this.machine.moveTo({ name: 'rebuilding', served, candidate, gainMark: null, lock });
     this.project(candidate, `${this.options.groupId}.candidate.${this.options.clock.now()}`);
   }
 
   private async switchIfReached(): Promise<void> {
-    const state = this.current;
+    const state = this.machine.current;
     if (state.name !== 'rebuilding') return;
     if (!hasReachedAnswered(state.candidate, state.served.positions(), this.keys)) return;
     const { files, clock, logger, stallTimeoutMs, events } = this.options;
@@ -228,7 +223,7 @@ export class ReadModelLifecycle {
   }
 
   private async stopAll(): Promise<void> {
-    const state = this.current;
+    const state = this.machine.current;
     if (state.name === 'stopping' || state.name === 'stopped') return;
     const { served } = state;
     const candidate = candidateOf(state);
