@@ -1,7 +1,8 @@
 /**
  * The running service, put together: the Kafka port, the read-model lifecycle (supervised
- * projectors in worker threads, candidates, switches), the public API, the admin listener, and the
- * timers that drive the lifecycle's checks. The one place, with `main.ts`, that builds clients.
+ * projectors in worker threads, candidates, switches) with the timers that drive its checks
+ * (`lifecycle/timers.ts`), the public API and its request threads, and the admin listener. The one
+ * place, with `main.ts`, that builds clients.
  */
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
@@ -17,13 +18,19 @@ import { kafkaPortOf } from './kafka/client.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './lifecycle/clock.js';
 import type { RunningProjector } from './consumer/projector-handle.js';
-import { ReadModelLifecycle, type HealthReport } from './lifecycle/read-model-lifecycle.js';
+import {
+  ReadModelLifecycle,
+  type HealthReport,
+  type LifecycleEvents,
+} from './lifecycle/read-model-lifecycle.js';
+import { driveLifecycle } from './lifecycle/timers.js';
 import type { Logger } from './logger.js';
 import { ServiceMetrics } from './metrics.js';
 import { ModelFiles } from './read-model/files.js';
 import type { ReadView } from './read-model/read-view.js';
 import { metricsText, requestThreadMetrics } from './request-metrics.js';
 import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
+import type { Tracing } from './tracing/spans.js';
 import { startTracing } from './tracing/tracing.js';
 
 export type { HealthReport };
@@ -44,9 +51,6 @@ export interface RunningService {
 export class MissingTopicsError extends Error {
   readonly code = 'TOPICS_MISSING';
 }
-
-/** How often `NEXT` is looked at for a proposed model. */
-const proposalPollMs = 1000;
 
 export async function startService(config: ServiceConfig, logger: Logger): Promise<RunningService> {
   const files = new ModelFiles(config.dataDir);
@@ -84,27 +88,11 @@ async function startServing(
           view: (): ReadView => running.readView(),
         })
       : null;
-  const running: ReadModelLifecycle = new ReadModelLifecycle({
-    files,
-    topics: config.topics,
-    groupId: config.kafka.groupId,
-    clock: systemClock,
-    logger,
-    readyMaxLag: config.health.readyMaxLag,
-    stallTimeoutMs: config.health.stallTimeoutMs,
-    endOffsets: (topics) => kafka.endOffsets(topics),
-    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
-    startKeysWatch: (groupId, moved) =>
-      startKeysWatch({
-        port: kafka,
-        topics: config.topics,
-        groupId,
-        logger,
-        file: keysWatchFile(config.dataDir, Date.now()),
-        moved,
-      }),
+  const running: ReadModelLifecycle = lifecycleOf(config, logger, files, kafka, {
+    requests,
+    tracing,
     events: metrics.lifecycleEvents(),
-    ...(threads === null ? {} : { views: threads }),
+    views: threads,
   });
   running.start();
 
@@ -139,17 +127,7 @@ async function startServing(
   }
   if (threads !== null) requestThreadMetrics(metrics.registry, threads);
 
-  const lagTimer = repeat(config.health.lagCheckIntervalMs, () =>
-    running.checkLag().catch((error: unknown) => logger.warn({ err: error }, 'lag check failed')),
-  );
-  const proposalTimer = repeat(proposalPollMs, async () => {
-    try {
-      running.checkProposals();
-      await running.maybeSwitch();
-    } catch (error) {
-      logger.error({ err: error }, 'checking for a proposed model failed');
-    }
-  });
+  const timers = driveLifecycle(running, { lagCheckIntervalMs: config.health.lagCheckIntervalMs, logger });
 
   logger.info(
     {
@@ -169,8 +147,7 @@ async function startServing(
     projector: () => running.servedProjector(),
     requestThreads: threads,
     close: async () => {
-      lagTimer.stop();
-      proposalTimer.stop();
+      timers.stop();
       await app.close();
       await threads?.stop();
       await admin.close();
@@ -181,6 +158,44 @@ async function startServing(
       servingLock.release();
     },
   };
+}
+
+/** The lifecycle of the served model, its projectors in worker threads and its keys watch. */
+function lifecycleOf(
+  config: ServiceConfig,
+  logger: Logger,
+  files: ModelFiles,
+  kafka: KafkaPort,
+  parts: {
+    requests: Int32Array;
+    tracing: Tracing | undefined;
+    events: LifecycleEvents;
+    views: RequestThreads | null;
+  },
+): ReadModelLifecycle {
+  const { requests, tracing, views } = parts;
+  return new ReadModelLifecycle({
+    files,
+    topics: config.topics,
+    groupId: config.kafka.groupId,
+    clock: systemClock,
+    logger,
+    readyMaxLag: config.health.readyMaxLag,
+    stallTimeoutMs: config.health.stallTimeoutMs,
+    endOffsets: (topics) => kafka.endOffsets(topics),
+    startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
+    startKeysWatch: (groupId, moved) =>
+      startKeysWatch({
+        port: kafka,
+        topics: config.topics,
+        groupId,
+        logger,
+        file: keysWatchFile(config.dataDir, Date.now()),
+        moved,
+      }),
+    events: parts.events,
+    ...(views === null ? {} : { views }),
+  });
 }
 
 /** Binds the port without SO_REUSEPORT and lets it go: EADDRINUSE if any process listens on it. */
@@ -238,19 +253,6 @@ async function listen(
     await app.close();
     throw error;
   }
-}
-
-/** Runs `task` every `ms`, never two at once; a failing task is logged by the caller and tried again. */
-function repeat(ms: number, task: () => Promise<unknown>): { stop(): void } {
-  let busy = false;
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    task()
-      .catch(() => undefined)
-      .finally(() => (busy = false));
-  }, ms);
-  return { stop: () => clearInterval(timer) };
 }
 
 async function assertTopicsExist(kafka: KafkaPort, topics: readonly string[]): Promise<void> {
