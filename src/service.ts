@@ -7,7 +7,7 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
-import { keysWatchFile, removeKeysWatchFiles, startKeysWatch } from './consumer/keys-watch.js';
+import { keysWatchFile, leftKeysWatchFile, startKeysWatch } from './consumer/keys-watch.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
@@ -56,8 +56,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const files = new ModelFiles(config.dataDir);
   const servingLock = takeServingLock(config.dataDir);
   try {
-    removeKeysWatchFiles(config.dataDir);
-    return await startServing(config, logger, files, servingLock);
+    return await startServing(config, logger, files, servingLock, leftKeysWatchFile(config.dataDir));
   } catch (error) {
     servingLock.release();
     throw error;
@@ -69,6 +68,8 @@ async function startServing(
   logger: Logger,
   files: ModelFiles,
   servingLock: ServingLock,
+  /** the keys watch a killed process left, resumed by the first watch */
+  leftWatch: string | null,
 ): Promise<RunningService> {
   const kafka = await connectedPort(config, logger);
   const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
@@ -93,6 +94,7 @@ async function startServing(
     tracing,
     events: metrics.lifecycleEvents(),
     views: threads,
+    leftWatch,
   });
   running.start();
 
@@ -171,9 +173,11 @@ function lifecycleOf(
     tracing: Tracing | undefined;
     events: LifecycleEvents;
     views: RequestThreads | null;
+    leftWatch: string | null;
   },
 ): ReadModelLifecycle {
   const { requests, tracing, views } = parts;
+  let leftWatch = parts.leftWatch;
   return new ReadModelLifecycle({
     files,
     topics: config.topics,
@@ -184,15 +188,14 @@ function lifecycleOf(
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
-    startKeysWatch: (groupId, moved) =>
-      startKeysWatch({
-        port: kafka,
-        topics: config.topics,
-        groupId,
-        logger,
-        file: keysWatchFile(config.dataDir, Date.now()),
-        moved,
-      }),
+    startKeysWatch: (groupId, moved) => {
+      const file = leftWatch ?? keysWatchFile(config.dataDir, Date.now());
+      leftWatch = null;
+      // a file that cannot be opened rejects, and the lifecycle tries again
+      return Promise.resolve().then(() =>
+        startKeysWatch({ port: kafka, topics: config.topics, groupId, logger, file, moved }),
+      );
+    },
     events: parts.events,
     ...(views === null ? {} : { views }),
   });

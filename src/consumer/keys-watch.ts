@@ -1,6 +1,7 @@
 /**
  * The keys topic alone, projected in the main thread into a file of its own that request threads
- * read too (created anew at each start, removed at the stop). It runs while the served model is
+ * read too (removed at the stop; one a process left when it was killed is resumed by the next, so
+ * that a revocation it applied is never forgotten). It runs while the served model is
  * of an older projection version (nobody projects into it while its successor is built), so that
  * an issue or a revocation counts within a second however busy the rebuild's thread is: the keys
  * topic is small, and its batches cost the event loop next to nothing.
@@ -10,7 +11,12 @@ import { join } from 'node:path';
 import { roleOfTopic } from '../config.js';
 import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { openReadModel, removeModelFile } from '../read-model/database.js';
+import {
+  openReadModel,
+  ProjectionVersionMismatch,
+  removeModelFile,
+  type ReadModelDatabase,
+} from '../read-model/database.js';
 import { ReadModelReader } from '../read-model/reader.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import type { TopicRole } from '../../schemas/events.js';
@@ -29,42 +35,60 @@ export function keysWatchFile(dataDir: string, startedAtMs: number): string {
   return join(dataDir, `keys-watch-${startedAtMs}.sqlite`);
 }
 
-/** Removes the files of watches an earlier process left (it ended without stopping them). */
-export function removeKeysWatchFiles(dataDir: string): void {
-  for (const name of readdirSync(dataDir)) {
-    if (/^keys-watch-\d+\.sqlite$/.test(name)) removeModelFile(join(dataDir, name));
-  }
+/**
+ * The file of the watch an earlier process left when it ended without stopping it (killed): the
+ * newest, to be resumed; older ones are removed. Null when there is none.
+ */
+export function leftKeysWatchFile(dataDir: string): string | null {
+  const left = readdirSync(dataDir)
+    .map((name) => /^keys-watch-(\d+)\.sqlite$/.exec(name))
+    .filter((match) => match !== null)
+    .sort((a, b) => Number(b[1]) - Number(a[1]))
+    .map((match) => join(dataDir, match[0]));
+  for (const older of left.slice(1)) removeModelFile(older);
+  return left[0] ?? null;
 }
 
 /** Delays before consuming again after a failure: doubling from 1 s, at most 10 s. */
 const retry = { initialMs: 1000, maxMs: 10_000 };
 
 /**
- * Starts watching; rejects if the first start fails. A failure later is retried with backoff on the
- * same in-memory model, from its own positions: the keys it has answered from are never forgotten
- * (a watch started anew would read the topic from its start, and answer from older models meanwhile).
+ * Opens the watch's file and starts its consumer. The file holds what the watch applied and its
+ * positions: one of this projection version already there (left by a killed process) is resumed,
+ * and its keys count at once, before its consumer has joined, so that a revocation it applied is
+ * not forgotten across a restart, even with the broker away; anything else there is replaced. Its
+ * consumer's failures, the first start's included, are retried with backoff from its own
+ * positions: the keys it has answered from are never forgotten (a watch started anew would read
+ * the topic from its start, and answer from older models meanwhile). Throws only if the file
+ * cannot be opened.
  */
-export async function startKeysWatch(options: {
+export function startKeysWatch(options: {
   port: Pick<KafkaPort, 'consume'>;
   topics: Record<TopicRole, string>;
   groupId: string;
   logger: Logger;
-  /** where the watch keeps its model; whatever is there is replaced */
+  /** where the watch keeps its model: resumed if it holds this projection version, else replaced */
   file: string;
   /** a batch is committed: the keys it holds may have changed */
   moved?: () => void;
-}): Promise<KeysWatch> {
-  removeModelFile(options.file);
-  const db = openReadModel(options.file);
+}): KeysWatch {
+  const db = openResumed(options.file, options.logger);
   const writer = new ReadModelWriter(db, roleOfTopic(options.topics));
   const reader = new ReadModelReader(db);
-  const positions = new Map<string, number>();
+  const positions = new Map(
+    writer
+      .storedOffsets()
+      .filter((stored) => stored.topic === options.topics.apiKeys)
+      .map((stored) => [offsetKey(stored.topic, stored.partition), stored.nextOffset]),
+  );
   const consume = (): Promise<Consumption> =>
     options.port.consume({
       groupId: options.groupId,
       topics: [options.topics.apiKeys],
       startAt: (topic, partition) => writer.storedOffset(topic, partition),
       onBatch: (batch) => {
+        // a consumer that joined as the watch stopped: its file is closed
+        if (stopped) return;
         const outcome = writer.applyBatch(
           batch.topic,
           batch.partition,
@@ -76,14 +100,7 @@ export async function startKeysWatch(options: {
         options.moved?.();
       },
     });
-  let consumption: Consumption | null;
-  try {
-    consumption = await consume();
-  } catch (error) {
-    db.close();
-    removeModelFile(options.file);
-    throw error;
-  }
+  let consumption: Consumption | null = null;
   let stopped = false;
   let failures = 0;
   let retryTimer: NodeJS.Timeout | null = null;
@@ -96,22 +113,25 @@ export async function startKeysWatch(options: {
     );
     retryTimer = setTimeout(() => {
       retryTimer = null;
-      if (stopped) return;
-      consume().then(
-        (next) => {
-          if (stopped) {
-            next.stop().catch(() => undefined);
-            return;
-          }
-          failures = 0;
-          supervise(next);
-        },
-        (startError: unknown) => {
-          if (!stopped) resumeAfter(startError instanceof Error ? startError : new Error(String(startError)));
-        },
-      );
+      startConsuming();
     }, delay);
     retryTimer.unref();
+  };
+  const startConsuming = (): void => {
+    if (stopped) return;
+    consume().then(
+      (next) => {
+        if (stopped) {
+          next.stop().catch(() => undefined);
+          return;
+        }
+        failures = 0;
+        supervise(next);
+      },
+      (startError: unknown) => {
+        if (!stopped) resumeAfter(startError instanceof Error ? startError : new Error(String(startError)));
+      },
+    );
   };
   const supervise = (running: Consumption): void => {
     consumption = running;
@@ -121,9 +141,9 @@ export async function startKeysWatch(options: {
       resumeAfter(error);
     });
   };
-  supervise(consumption);
+  startConsuming();
   options.logger.info(
-    { groupId: options.groupId },
+    { groupId: options.groupId, file: options.file, resumed: positions.size > 0 },
     'watching the keys topic while the served model is rebuilt',
   );
   return {
@@ -143,4 +163,16 @@ export async function startKeysWatch(options: {
       }
     },
   };
+}
+
+/** The watch's file: resumed when it holds this projection version, else created anew. */
+function openResumed(file: string, logger: Logger): ReadModelDatabase {
+  try {
+    return openReadModel(file);
+  } catch (error) {
+    if (!(error instanceof ProjectionVersionMismatch)) throw error;
+    logger.warn({ file }, 'a keys watch file of another projection version is replaced');
+    removeModelFile(file);
+    return openReadModel(file);
+  }
 }

@@ -62,7 +62,8 @@ export function lifecycleFixture(
     ...(options.keysWatch === true
       ? {
           startKeysWatch: async (groupId: string, moved: () => void) => {
-            const watch = await startKeysWatch({
+            await Promise.resolve();
+            const watch = startKeysWatch({
               port: kafka,
               topics: testTopics,
               groupId,

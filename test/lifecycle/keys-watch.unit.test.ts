@@ -21,19 +21,65 @@ afterEach(async () => {
 const events = [issueKeyOf(1), orderCreated({ order_id: 1 }, { occurred_at: at(1) })];
 const revocation = apiKeyRevoked('test-api-key-of-org-1', { occurred_at: at(10) });
 
+/** A served model of an older projection version that holds key 1 issued, not revoked. */
+async function olderServedModel(dataDir: string): Promise<string> {
+  const older = lifecycleFixture(dataDir);
+  older.publish(events);
+  older.lifecycle.start();
+  await waitUntil('applied', async () => {
+    await older.tick();
+    return older.lifecycle.health().totalLag === 0;
+  });
+  await older.lifecycle.stop();
+  const served = older.files.currentFile()!;
+  markProjectionVersion1(served);
+  return served;
+}
+
 describe('the keys watch', () => {
+  it('left by a killed process, is resumed by the next start: its revocation counts at once, with the broker away', async () => {
+    const dataDir = join(root, 'killed');
+    const served = await olderServedModel(dataDir);
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const hold = (file: string): Promise<void> | undefined => (file === served ? undefined : held);
+    const first = lifecycleFixture(dataDir, { keysWatch: true, beforeBatch: hold });
+    const next = lifecycleFixture(dataDir, { keysWatch: true, beforeBatch: hold });
+    const key = sha256Hex(keyOf(1));
+    try {
+      first.publish([...events, revocation]);
+      first.lifecycle.start();
+      await waitUntil(
+        "the first process's watch applied the revocation",
+        async () => {
+          await first.tick();
+          return first.lifecycle.reads.orgOfKeyHash(key) === null;
+        },
+        3000,
+      );
+      // Killed: nothing of the first process is stopped, and the broker is gone with it.
+      first.kafka.breakDown();
+      next.publish([...events, revocation]);
+      next.kafka.breakDown();
+      next.lifecycle.start();
+      // The service listens only after its start's commands have run (building the app awaits).
+      await new Promise((resolve) => setImmediate(resolve));
+      for (let i = 0; i < 10; i += 1) {
+        expect(next.lifecycle.reads.orgOfKeyHash(key), 'the revoked key after the restart').toBeNull();
+        await next.tick();
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(next.keysWatches.started).toBe(1);
+    } finally {
+      release();
+      await next.lifecycle.stop();
+      await first.lifecycle.stop();
+    }
+  }, 20_000);
+
   it('keeps a revocation it applied through its consumer failing and resuming, and is stopped once at the end', async () => {
     const dataDir = join(root, 'data');
-    const older = lifecycleFixture(dataDir);
-    older.publish(events);
-    older.lifecycle.start();
-    await waitUntil('applied', async () => {
-      await older.tick();
-      return older.lifecycle.health().totalLag === 0;
-    });
-    await older.lifecycle.stop();
-    const served = older.files.currentFile()!;
-    markProjectionVersion1(served);
+    const served = await olderServedModel(dataDir);
 
     // The version rebuild is held back: only the watch reads the revocation.
     let release: () => void = () => undefined;
