@@ -189,12 +189,13 @@ function lifecycleOf(
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
     startKeysWatch: (groupId, moved) => {
-      const file = leftWatch ?? keysWatchFile(config.dataDir, Date.now());
-      leftWatch = null;
-      // a file that cannot be opened rejects, and the lifecycle tries again
-      return Promise.resolve().then(() =>
-        startKeysWatch({ port: kafka, topics: config.topics, groupId, logger, file, moved }),
-      );
+      // a file that cannot be opened rejects, and the lifecycle tries again (a leftover included)
+      return Promise.resolve().then(() => {
+        const file = leftWatch ?? keysWatchFile(config.dataDir, Date.now());
+        const watch = startKeysWatch({ port: kafka, topics: config.topics, groupId, logger, file, moved });
+        leftWatch = null;
+        return watch;
+      });
     },
     events: parts.events,
     ...(views === null ? {} : { views }),

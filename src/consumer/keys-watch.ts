@@ -1,7 +1,8 @@
 /**
  * The keys topic alone, projected in the main thread into a file of its own that request threads
- * read too (removed at the stop; one a process left when it was killed is resumed by the next, so
- * that a revocation it applied is never forgotten). It runs while the served model is
+ * read too. It is removed when it is no longer needed (the rebuilt model holds its keys); one that
+ * a process left behind, stopped or killed while it was needed, is resumed by the next start, so
+ * that a revocation it applied is never forgotten. It runs while the served model is
  * of an older projection version (nobody projects into it while its successor is built), so that
  * an issue or a revocation counts within a second however busy the rebuild's thread is: the keys
  * topic is small, and its batches cost the event loop next to nothing.
@@ -27,7 +28,8 @@ export interface KeysWatch {
   file: string;
   positions(): ReadonlyMap<string, number>;
   orgOfKeyHash(keySha256: string): number | null;
-  stop(): Promise<void>;
+  /** Stops it; `keepFile` (the service stops while the watch is needed): for the next start to resume. */
+  stop(options?: { keepFile?: boolean }): Promise<void>;
 }
 
 /** The file of a watch started at `startedAtMs`: one of its own, as one ending may still be removing its file. */
@@ -36,7 +38,7 @@ export function keysWatchFile(dataDir: string, startedAtMs: number): string {
 }
 
 /**
- * The file of the watch an earlier process left when it ended without stopping it (killed): the
+ * The file of the watch an earlier process left while it was needed (stopped or killed): the
  * newest, to be resumed; older ones are removed. Null when there is none.
  */
 export function leftKeysWatchFile(dataDir: string): string | null {
@@ -150,7 +152,7 @@ export function startKeysWatch(options: {
     file: options.file,
     positions: () => positions,
     orgOfKeyHash: (hash) => reader.orgOfKeyHash(hash),
-    stop: async () => {
+    stop: async ({ keepFile = false } = {}) => {
       stopped = true;
       if (retryTimer !== null) clearTimeout(retryTimer);
       const running = consumption;
@@ -159,7 +161,7 @@ export function startKeysWatch(options: {
         await running?.stop();
       } finally {
         db.close();
-        removeModelFile(options.file);
+        if (!keepFile) removeModelFile(options.file);
       }
     },
   };
@@ -167,12 +169,16 @@ export function startKeysWatch(options: {
 
 /** The watch's file: resumed when it holds this projection version, else created anew. */
 function openResumed(file: string, logger: Logger): ReadModelDatabase {
+  let db: ReadModelDatabase;
   try {
-    return openReadModel(file);
+    db = openReadModel(file);
   } catch (error) {
     if (!(error instanceof ProjectionVersionMismatch)) throw error;
     logger.warn({ file }, 'a keys watch file of another projection version is replaced');
     removeModelFile(file);
-    return openReadModel(file);
+    db = openReadModel(file);
   }
+  // What it answered from must outlive a crash of the machine too: the topic is small, so are its commits.
+  db.pragma('synchronous = FULL');
+  return db;
 }

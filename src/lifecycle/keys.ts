@@ -94,11 +94,14 @@ export class Keys {
     }
   }
 
-  /** Stops the watch and waits for it (the service stops). */
+  /**
+   * Stops the watch and waits for it (the service stops). Its file stays: the next start resumes
+   * it, so that the keys it answered from are not forgotten across a restart.
+   */
   async stop(): Promise<void> {
     const watch = this.running();
     this.slot = { kind: 'none' };
-    await watch?.stop();
+    await watch?.stop({ keepFile: true });
   }
 
   private started(watch: KeysWatch): void {

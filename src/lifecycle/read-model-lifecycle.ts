@@ -173,6 +173,8 @@ export class ReadModelLifecycle {
   private proposals(): void {
     const state = this.machine.current;
     if (!isServing(state) && state.name !== 'rebuilding') return;
+    // First: a failure to start a candidate below must not keep the keys watch from resuming.
+    this.keys.tend(!state.served.currentVersion);
     const next = this.candidates.next(
       state.served,
       candidateOf(state),
@@ -184,7 +186,6 @@ export class ReadModelLifecycle {
         { file: next.candidate.file, served: state.served.file },
         'catching up a proposed model before serving it',
       );
-    this.keys.tend(!state.served.currentVersion);
   }
 
   private adopt(candidate: Generation, lock: ReleaseLock | null): void {

@@ -1,8 +1,7 @@
 /** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
-import { join } from 'node:path';
 import { pino } from 'pino';
 import type { DomainEvent } from '../../schemas/events.js';
-import { startKeysWatch } from '../../src/consumer/keys-watch.js';
+import { keysWatchFile, leftKeysWatchFile, startKeysWatch } from '../../src/consumer/keys-watch.js';
 import { systemClock } from '../../src/lifecycle/clock.js';
 import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
 import type { ServiceState } from '../../src/lifecycle/states.js';
@@ -44,6 +43,8 @@ export function lifecycleFixture(
   const logger = pino({ level: 'silent' });
   const giveWayFlags = new Map<string, Int32Array>();
   const keysWatches = { started: 0, stopped: 0 };
+  // as the service: the first watch resumes the one an earlier process left in the directory
+  let leftWatch: string | null | undefined;
   const startInProcess = inProcessProjectors(kafka, testTopics, logger, options.beforeBatch);
   const lifecycle = new ReadModelLifecycle({
     files,
@@ -63,20 +64,16 @@ export function lifecycleFixture(
       ? {
           startKeysWatch: async (groupId: string, moved: () => void) => {
             await Promise.resolve();
-            const watch = startKeysWatch({
-              port: kafka,
-              topics: testTopics,
-              groupId,
-              logger,
-              file: join(dataDir, 'keys-watch.sqlite'),
-              moved,
-            });
+            if (leftWatch === undefined) leftWatch = leftKeysWatchFile(dataDir);
+            const file = leftWatch ?? keysWatchFile(dataDir, Date.now());
+            const watch = startKeysWatch({ port: kafka, topics: testTopics, groupId, logger, file, moved });
+            leftWatch = null;
             keysWatches.started += 1;
             return {
               ...watch,
-              stop: () => {
+              stop: (options) => {
                 keysWatches.stopped += 1;
-                return watch.stop();
+                return watch.stop(options);
               },
             };
           },
