@@ -56,7 +56,8 @@ const retry = { initialMs: 1000, maxMs: 10_000 };
 
 /**
  * Opens the watch's file and starts its consumer. The file holds what the watch applied and its
- * positions: one of this projection version already there (left by a killed process) is resumed,
+ * positions: one of this projection version already there (left by a process stopped or killed
+ * while it was needed) is resumed,
  * and its keys count at once, before its consumer has joined, so that a revocation it applied is
  * not forgotten across a restart, even with the broker away; anything else there is replaced. Its
  * consumer's failures, the first start's included, are retried with backoff from its own

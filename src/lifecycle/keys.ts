@@ -106,8 +106,9 @@ export class Keys {
 
   private started(watch: KeysWatch): void {
     if (this.slot.kind !== 'starting') {
-      // ended (or the service stopped) while its consumer joined
-      this.stopWatch(watch);
+      // ended, or the service stopped, while it opened: its file stays, since a stop cannot be told
+      // from an end here and it may hold a revocation it resumed (a later start resumes it)
+      this.stopWatch(watch, { keepFile: true });
       return;
     }
     // It outlives its consumer's failures (it resumes from its own positions), so that the keys
@@ -124,9 +125,9 @@ export class Keys {
     return this.slot.kind === 'running' ? this.slot.watch : null;
   }
 
-  private stopWatch(watch: KeysWatch): void {
+  private stopWatch(watch: KeysWatch, options?: { keepFile: boolean }): void {
     watch
-      .stop()
+      .stop(options)
       .catch((error: unknown) => this.options.logger.warn({ err: error }, 'stopping the keys watch failed'));
   }
 }
