@@ -20,6 +20,7 @@ import { apiKeyIssued } from '../test/helpers/events.js';
 import { memoryReadModel } from '../test/helpers/read-model.js';
 import { demoEvents } from '../tools/demo-data.js';
 import { isEntryPoint } from '../tools/harness.js';
+import { apiReadsOfOneFile } from '../src/keys/key-lookup.js';
 
 const v1 = '/api/external-api/v1';
 const key = 'bench-key-of-org-1';
@@ -90,7 +91,10 @@ export async function benchCompression(options: { orders: number; minMs: number;
   ];
   model.applyInBatches(500, events);
   const reader = new ReadModelReader(model.db);
-  const app = await buildApp({ readerOf: () => reader, logger: pino({ level: 'silent' }) });
+  const app = await buildApp({
+    readerOf: () => apiReadsOfOneFile(reader),
+    logger: pino({ level: 'silent' }),
+  });
   const get = (url: string, encoding?: string, on: FastifyInstance = app) =>
     on.inject({
       method: 'GET',
@@ -156,7 +160,7 @@ export async function benchCompression(options: { orders: number; minMs: number;
   };
   const apps = await Promise.all(
     Object.values(variants).map((compression) =>
-      buildApp({ readerOf: () => reader, logger: pino({ level: 'silent' }), compression }),
+      buildApp({ readerOf: () => apiReadsOfOneFile(reader), logger: pino({ level: 'silent' }), compression }),
     ),
   );
   const requests: Record<string, Record<string, { cpuMicrosPerRequest: number; bytes: number }>> = {};

@@ -46,6 +46,7 @@ import {
   useBuiltService,
   waitUntil,
 } from './lib.js';
+import { apiReadsOfOneFile } from '../src/keys/key-lookup.js';
 
 interface WrkFigures {
   requestsPerSecond: number;
@@ -149,8 +150,8 @@ async function cpuPerRequest(receiverUrl: string, orders: number, rounds: number
     logger,
   );
   const apps = {
-    off: await buildApp({ readerOf: () => reader, logger }),
-    on: await buildApp({ readerOf: () => reader, logger, tracing: tracing ?? undefined }),
+    off: await buildApp({ readerOf: () => apiReadsOfOneFile(reader), logger }),
+    on: await buildApp({ readerOf: () => apiReadsOfOneFile(reader), logger, tracing: tracing ?? undefined }),
   };
   const cpu: Record<string, number[]> = { off: [], on: [] };
   let tracedRequests = 0;

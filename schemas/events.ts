@@ -129,6 +129,9 @@ export const topicRoles = {
 
 export type TopicRole = keyof typeof topicRoles;
 
+/** The topics an orders model is built from; the keys topic feeds the keys store alone. */
+export const orderModelRoles = ['orderStatus', 'orders', 'articles'] as const satisfies readonly TopicRole[];
+
 /** The topic role that carries each event type: `topicRoles` read the other way. */
 export const topicRoleOfType: ReadonlyMap<string, TopicRole> = new Map(
   Object.entries(topicRoles).flatMap(([role, types]) =>

@@ -15,7 +15,7 @@ export interface ServiceConfig {
   dataDir: string;
   http: { host: string; port: number; workers: number };
   admin: { host: string; port: number };
-  health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number };
+  health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
   /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
   rebuild: { workShare: number };
   rateLimit: { max: number; windowMs: number };
@@ -91,6 +91,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       readyMaxLag: e.READY_MAX_LAG,
       stallTimeoutMs: e.STALL_TIMEOUT_MS,
       lagCheckIntervalMs: e.LAG_CHECK_INTERVAL_MS,
+      keysStallMs: e.KEYS_STALL_MS,
     },
     rebuild: { workShare: e.REBUILD_WORK_SHARE },
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },

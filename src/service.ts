@@ -7,7 +7,6 @@
 import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
-import { keysWatchFile, leftKeysWatchFile, startKeysWatch } from './consumer/keys-watch.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './consumer/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
@@ -56,7 +55,7 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const files = new ModelFiles(config.dataDir);
   const servingLock = takeServingLock(config.dataDir);
   try {
-    return await startServing(config, logger, files, servingLock, leftKeysWatchFile(config.dataDir));
+    return await startServing(config, logger, files, servingLock);
   } catch (error) {
     servingLock.release();
     throw error;
@@ -68,8 +67,6 @@ async function startServing(
   logger: Logger,
   files: ModelFiles,
   servingLock: ServingLock,
-  /** the keys watch a killed process left, resumed by the first watch */
-  leftWatch: string | null,
 ): Promise<RunningService> {
   const kafka = await connectedPort(config, logger);
   const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
@@ -94,7 +91,6 @@ async function startServing(
     tracing,
     events: metrics.lifecycleEvents(),
     views: threads,
-    leftWatch,
   });
   running.start();
 
@@ -162,7 +158,7 @@ async function startServing(
   };
 }
 
-/** The lifecycle of the served model, its projectors in worker threads and its keys watch. */
+/** The lifecycle of the served model and of the keys store, their projectors in worker threads. */
 function lifecycleOf(
   config: ServiceConfig,
   logger: Logger,
@@ -173,11 +169,9 @@ function lifecycleOf(
     tracing: Tracing | undefined;
     events: LifecycleEvents;
     views: RequestThreads | null;
-    leftWatch: string | null;
   },
 ): ReadModelLifecycle {
   const { requests, tracing, views } = parts;
-  let leftWatch = parts.leftWatch;
   return new ReadModelLifecycle({
     files,
     topics: config.topics,
@@ -188,15 +182,7 @@ function lifecycleOf(
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
-    startKeysWatch: (groupId, moved) => {
-      // a file that cannot be opened rejects, and the lifecycle tries again (a leftover included)
-      return Promise.resolve().then(() => {
-        const file = leftWatch ?? keysWatchFile(config.dataDir, Date.now());
-        const watch = startKeysWatch({ port: kafka, topics: config.topics, groupId, logger, file, moved });
-        leftWatch = null;
-        return watch;
-      });
-    },
+    keysStallMs: config.health.keysStallMs,
     events: parts.events,
     ...(views === null ? {} : { views }),
   });

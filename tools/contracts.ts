@@ -13,6 +13,7 @@ import { buildApp } from '../src/http/app.js';
 import { openReadModel } from '../src/read-model/database.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
 import { isEntryPoint, projectRoot } from './harness.js';
+import { apiReadsOfOneFile } from '../src/keys/key-lookup.js';
 
 export const schemasDir = join(projectRoot, 'schemas');
 
@@ -33,7 +34,10 @@ export function eventsJsonSchema(): string {
 export async function openApiDocument(): Promise<string> {
   const db = openReadModel(':memory:');
   const reader = new ReadModelReader(db);
-  const app = await buildApp({ readerOf: () => reader, logger: pino({ level: 'silent' }) });
+  const app = await buildApp({
+    readerOf: () => apiReadsOfOneFile(reader),
+    logger: pino({ level: 'silent' }),
+  });
   await app.ready();
   const document = app.swagger();
   await app.close();

@@ -151,7 +151,6 @@ export const readSql = {
     FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND a.removed = 0
     WHERE o.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,
-  orgOfActiveKey: `SELECT org_id FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
   /** What a conditional GET /orders compares: the organization's change counter (0 before any change). */
   orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS changes`,
   /** The same for one order's articles. */
@@ -196,4 +195,11 @@ export const operatorSql = {
     FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
   operatorSkips: `SELECT topic, partition, "offset", detail, recorded_at FROM dead_letters
     WHERE reason = 'skipped_by_operator' ORDER BY id`,
+} as const;
+
+/** What authentication reads from the keys store (`src/keys/`): a key by its hash, and by its id. */
+const keyColumns = 'key_id, org_id, revoked, v_at, v_sub, v_rank, v_id';
+export const keysSql = {
+  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+  keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
 } as const;

@@ -1,4 +1,5 @@
 /** What the lifecycle needs of a running projector, wherever it runs (a worker thread, or in-process in tests). */
+import type { TopicRole } from '../../schemas/events.js';
 import type { UnreadableBatch } from '../kafka/port.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 
@@ -23,6 +24,12 @@ export interface ProjectorSpec {
   onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
   /** a partition stopped at a batch the client cannot read (paused and retried; the others go on) */
   onUnreadable?: (batch: UnreadableBatch) => void;
+  /** the topics it reads, by role (default: an orders model's, `orderModelRoles`) */
+  roles?: readonly TopicRole[];
+  /** a fetch came back from the broker: the consumer is reading (reported where asked for) */
+  onFetched?: () => void;
+  /** how long the broker may hold a fetch that finds nothing, where `onFetched` is asked for */
+  fetchMaxWaitMs?: number;
   /**
    * Aborted when its owner stops while the projector is still starting (a broker gone or frozen can
    * keep a consumer joining for minutes): the start is given up, and the promise rejects once

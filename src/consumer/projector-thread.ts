@@ -17,6 +17,10 @@ export interface ProjectorWorkerData {
   giveWay: Int32Array;
   /** What a rebuild's own thread changes (`rebuild.ts`); a served model's projector has none of it. */
   part?: RebuildPart;
+  /** the topics it reads, by role (default: an orders model's, `orderModelRoles`) */
+  roles?: readonly TopicRole[];
+  /** reports fetches that came back (`fetched`); the broker answers an empty fetch within `maxWaitMs` */
+  fetches?: { maxWaitMs: number };
 }
 
 /**
@@ -37,6 +41,7 @@ export type FromProjectorThread =
   | { type: 'failed'; message: string; stack?: string }
   | { type: 'warning'; name: string; message: string }
   | { type: 'unreadable'; batch: UnreadableBatch }
+  | { type: 'fetched' }
   | { type: 'stopped' };
 
 /**
@@ -73,6 +78,8 @@ export function startProjectorThread(
       requests: spec.requests,
       giveWay: spec.giveWay,
       ...(spec.part === undefined ? {} : { part: spec.part }),
+      ...(spec.roles === undefined ? {} : { roles: spec.roles }),
+      ...(spec.onFetched === undefined ? {} : { fetches: { maxWaitMs: spec.fetchMaxWaitMs ?? 500 } }),
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
@@ -155,6 +162,9 @@ export function startProjectorThread(
         }
         case 'unreadable':
           spec.onUnreadable?.(message.batch);
+          return;
+        case 'fetched':
+          spec.onFetched?.();
           return;
         case 'warning':
           // A thread's process warnings belong to the process: logged, and raised where monitoring sees them.

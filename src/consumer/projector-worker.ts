@@ -14,10 +14,11 @@ import { openBuildFile, openReadModel } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause } from './pacing.js';
-import { runProjectionKeysApart } from './projector.js';
+import { runProjection } from './projector.js';
+import { orderModelRoles } from '../../schemas/events.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
-const { file, groupId, config, requests, giveWay, part } = workerData as ProjectorWorkerData;
+const { file, groupId, config, requests, giveWay, part, roles, fetches } = workerData as ProjectorWorkerData;
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
@@ -44,7 +45,11 @@ if (part === undefined) {
   }
 }
 
+const consumed = part?.roles ?? roles ?? orderModelRoles;
+const consumedTopics = new Set(consumed.map((role) => config.topics[role]));
 const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
+// A revocation committed to the keys store survives an OS crash too: the store never moves back.
+if (consumed.includes('apiKeys')) db.pragma('synchronous = FULL');
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
 const kafka = kafkaPortOf(config, logger);
 const skipsOf = new ModelFiles(config.dataDir);
@@ -52,23 +57,40 @@ const pacer = new Pacer(requests, giveWay, {
   share: config.rebuild.workShare,
   maxPauseMs,
 });
-// The served model and a candidate read the keys apart (`runProjectionKeysApart`); a rebuild's thread
-// reads the topics of its part only.
-const starting: Promise<Consumption> = runProjectionKeysApart({
+/** Fetches reported at most this often: enough for a watchdog counting in seconds. */
+const fetchReportMs = 250;
+let fetchReportedAt = 0;
+const starting: Promise<Consumption> = runProjection({
   port: kafka,
   groupId,
   topics: config.topics,
-  ...(part === undefined ? {} : { roles: part.roles }),
+  roles: consumed,
   writer,
   logger,
   maxMessageBytes: config.limits.messageBytes,
   onBatch: (batch) => post({ type: 'batch', ...batch }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
   operatorSkips: () => skipsOf.operatorSkips(),
-  afterBatch: (startedAt) => {
-    const ms = pacer.pauseAfterBatch(startedAt, performance.now());
-    return ms > 0 ? pause(giveWay, ms) : undefined;
-  },
+  ...(fetches === undefined
+    ? {}
+    : {
+        maxWaitMs: fetches.maxWaitMs,
+        onFetched: () => {
+          const now = performance.now();
+          if (now - fetchReportedAt < fetchReportMs) return;
+          fetchReportedAt = now;
+          post({ type: 'fetched' });
+        },
+      }),
+  // The keys are never paced: an issue or a revocation waits for nothing.
+  ...(consumed.includes('apiKeys')
+    ? {}
+    : {
+        afterBatch: (startedAt: number) => {
+          const ms = pacer.pauseAfterBatch(startedAt, performance.now());
+          return ms > 0 ? pause(giveWay, ms) : undefined;
+        },
+      }),
 });
 let ending = false;
 const startWaitOnStopMs = 2000;
@@ -118,6 +140,6 @@ port.on('message', (message: ToProjectorThread) => {
 
 starting.then((consumption) => {
   if (ending) return;
-  post({ type: 'started', offsets: writer.storedOffsets() });
+  post({ type: 'started', offsets: writer.storedOffsets().filter((o) => consumedTopics.has(o.topic)) });
   void consumption.failed.then(failed);
 }, failed);

@@ -38,6 +38,9 @@ export interface ProjectionOptions {
   operatorSkips?: () => readonly OperatorSkip[];
   /** a message's value beyond this is dead-lettered as too_large (default `defaultMessageMaxBytes`) */
   maxMessageBytes?: number;
+  /** a fetch came back from the broker (`ConsumeOptions.onFetched`) */
+  onFetched?: () => void;
+  maxWaitMs?: number;
   /** runs after each applied batch of messages, given when it was handed over; the next batch waits for it (pacing) */
   afterBatch?: (startedAt: number) => Promise<void> | void;
 }
@@ -47,12 +50,12 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
   const roleOf = roleOfTopic(options.topics);
   return options.port.consume({
     groupId: options.groupId,
-    // Keys first: a fetch fills its byte budget in this order, so issues and revocations are never
-    // starved by a backlog of orders (a rebuild replaying the log honours a revocation within seconds).
     topics: (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
       .filter((role) => options.roles?.includes(role) ?? true)
       .map((role) => options.topics[role]),
     startAt: (topic, partition) => writer.storedOffset(topic, partition),
+    ...(options.onFetched === undefined ? {} : { onFetched: options.onFetched }),
+    ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }),
     onUnreadable: (batch) => {
       const skip = skipCovering(recordedSkips(options), batch);
       if (skip !== undefined) {
@@ -127,45 +130,6 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
       return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);
     },
   });
-}
-
-/**
- * The same projection with the keys topic read by a consumer of its own (group `<groupId>.keys`),
- * so that no batch of another topic shares a fetch with the keys: a fetch of orders or articles,
- * however heavy to decode, never holds back an issue or a revocation. Both write the one model
- * (each batch is one synchronous transaction); the keys are never paced. One consumption to the
- * caller: it fails when either fails, and pauses and stops both.
- */
-export async function runProjectionKeysApart(options: ProjectionOptions): Promise<Consumption> {
-  const roles = (options.roles ?? (Object.keys(options.topics) as TopicRole[])).filter(
-    (r) => r !== 'apiKeys',
-  );
-  if (roles.length === (options.roles ?? Object.keys(options.topics)).length) return runProjection(options);
-  const started = await Promise.allSettled([
-    runProjection({ ...unpaced(options), groupId: `${options.groupId}.keys`, roles: ['apiKeys'] }),
-    runProjection({ ...options, roles }),
-  ]);
-  const running = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
-  const refused = started.find((s) => s.status === 'rejected');
-  if (refused !== undefined) {
-    await Promise.all(running.map((c) => c.stop().catch(() => undefined)));
-    throw refused.reason;
-  }
-  return {
-    failed: Promise.race(running.map((c) => c.failed)),
-    pause: () => {
-      for (const c of running) c.pause();
-    },
-    stop: async () => {
-      await Promise.all(running.map((c) => c.stop()));
-    },
-  };
-}
-
-function unpaced(options: ProjectionOptions): ProjectionOptions {
-  const copy = { ...options };
-  delete copy.afterBatch;
-  return copy;
 }
 
 /** The skips operators have recorded; an unreadable record of them is logged and counts as none. */

@@ -4,7 +4,7 @@
  * (`ModelFiles.proposeNext`), and a running service serves it once it has caught up with the served
  * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once.
  */
-import type { TopicRole } from '../../schemas/events.js';
+import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
 import { joinPartSql } from '../../projections/orders/sql.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
 import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
@@ -111,7 +111,9 @@ function reachedTargets(state: ReplayState, articles?: boolean): boolean {
 async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'removedAbandoned'>> {
   const started = Date.now();
   // Where each partition's log starts and ends now: the rebuild's targets.
-  const targets: Target[] = (await options.port.endOffsets(Object.values(options.topics))).map((p) => ({
+  const targets: Target[] = (
+    await options.port.endOffsets(orderModelRoles.map((role) => options.topics[role]))
+  ).map((p) => ({
     topic: p.topic,
     partition: p.partition,
     low: p.start,
@@ -193,10 +195,8 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
     port: options.port,
     groupId,
     topics: options.topics,
-    // with the articles in their thread, every other topic
-    ...(part !== null
-      ? { roles: (Object.keys(options.topics) as TopicRole[]).filter((role) => role !== 'articles') }
-      : {}),
+    // with the articles in their thread, every other topic of an orders model
+    roles: part !== null ? orderModelRoles.filter((role) => role !== 'articles') : orderModelRoles,
     writer: state.writer,
     logger: options.logger.child({ component: 'rebuild' }),
     ...(options.articlesThread === undefined

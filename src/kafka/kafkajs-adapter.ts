@@ -177,6 +177,7 @@ async function startConsumption(
     // One fetch of at most 4 MiB keeps the decoded batch in memory small (kafkajs defaults to 10 MiB).
     maxBytes: 4 * 1024 * 1024,
     readUncommitted: false,
+    ...(consume.maxWaitMs === undefined ? {} : { maxWaitTimeInMs: consume.maxWaitMs }),
     // The service's supervisor restarts a failed consumer with backoff and counts it; kafkajs must not
     // restart it behind the supervisor's back.
     retry: { restartOnFailure: () => Promise.resolve(false) },
@@ -205,6 +206,12 @@ async function startConsumption(
       'joined the consumer group',
     );
   });
+  if (consume.onFetched !== undefined) {
+    const fetched = consume.onFetched;
+    consumer.on(consumer.events.FETCH, () => {
+      if (!stopping) fetched();
+    });
+  }
   consumer.on(consumer.events.CRASH, ({ payload }) => {
     logger.error({ err: payload.error, groupId: consume.groupId }, 'consumer failed');
     failWith(payload.error);

@@ -57,6 +57,13 @@ export interface ConsumeOptions {
    * returned moves the partition there at once (an operator's recorded decision to skip the batch).
    */
   onUnreadable?: (batch: UnreadableBatch) => number | undefined;
+  /**
+   * A fetch came back from the broker (with data or empty after `maxWaitMs`), the consumer holding
+   * every partition of its topics: proof that it is reading, for whoever must know it still is.
+   */
+  onFetched?: () => void;
+  /** how long the broker may hold a fetch that finds nothing new (default: the client's) */
+  maxWaitMs?: number;
 }
 
 export interface Consumption {

@@ -18,7 +18,9 @@ export class Candidates {
   /** who held the rebuild lock when the version rebuild last had to wait for it (logged once per holder) */
   private lockHeldBy: string | null = null;
 
-  constructor(private readonly options: { files: ModelFiles; logger: Logger }) {}
+  constructor(
+    private readonly options: { files: ModelFiles; logger: Logger; modelTopics: ReadonlySet<string> },
+  ) {}
 
   /**
    * What to catch up next: a new proposal (the candidate it supersedes retired, its lock kept), or
@@ -47,7 +49,7 @@ export class Candidates {
     if (proposed === null || proposed === served.file || proposed === candidate?.file) return null;
     if (this.refused.has(proposed)) return null;
     try {
-      const generation = Generation.open(proposed);
+      const generation = Generation.open(proposed, this.options.modelTopics);
       if (generation.currentVersion) return generation;
       generation.close();
       logger.error(
@@ -82,7 +84,7 @@ export class Candidates {
       { file, projectionVersion: PROJECTION_VERSION },
       'rebuilding the model for this projection version',
     );
-    return { candidate: Generation.open(file), lock };
+    return { candidate: Generation.open(file, this.options.modelTopics), lock };
   }
 
   /** Stops and deletes a candidate superseded by a newer proposal: this process retires it. */

@@ -22,10 +22,6 @@ export interface ProjectorDeps {
   clock: Clock;
   logger: Logger;
   backoff?: Backoff;
-  /** the keys topic: a batch of it makes the reader look keys up again */
-  apiKeysTopic: string;
-  /** a batch of the keys topic is committed: the model keys are looked up in may change */
-  keysMoved?: () => void;
 }
 
 export interface ProjectorEvents {
@@ -71,9 +67,10 @@ export class Generation {
     readonly db: ReadModelDatabase,
     /** false for a file of an older projection version: served read-only, never projected into */
     readonly currentVersion: boolean,
+    /** the topics an orders model is built from: a file of an older version may hold others */
+    private readonly topics: ReadonlySet<string>,
   ) {
     this.reader = new ReadModelReader(db, {
-      cacheKeys: currentVersion,
       cacheChanges: currentVersion,
       epochs: this.cacheEpochs,
     });
@@ -99,18 +96,19 @@ export class Generation {
    * Opens a model file for serving: migrates it first (before any reader opens it), then the API's
    * read-only connection. A file of another projection version opens read-only as it is.
    */
-  static open(file: string): Generation {
+  static open(file: string, topics: ReadonlySet<string>): Generation {
     try {
       openReadModel(file).close();
-      return new Generation(file, openReadModel(file, { readonly: true }), true);
+      return new Generation(file, openReadModel(file, { readonly: true }), true, topics);
     } catch (error) {
       if (!(error instanceof ProjectionVersionMismatch)) throw error;
-      return new Generation(file, openReadModel(file, { readonly: true, anyProjectionVersion: true }), false);
+      const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
+      return new Generation(file, db, false, topics);
     }
   }
 
   /** Opens the model `CURRENT` names, creating an empty first one when it names none. */
-  static openServed(files: ModelFiles, logger: Logger): Generation {
+  static openServed(files: ModelFiles, logger: Logger, topics: ReadonlySet<string>): Generation {
     let file = files.currentFile();
     if (file === null) {
       file = files.newGenerationFile();
@@ -118,7 +116,7 @@ export class Generation {
       files.promote(file);
       logger.info({ file }, 'created an empty read model');
     }
-    return Generation.open(file);
+    return Generation.open(file, topics);
   }
 
   /** The positions stored in the file now, read through its API connection. */
@@ -129,7 +127,7 @@ export class Generation {
       partition: number;
       next_offset: number;
     }[]) {
-      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
+      if (this.topics.has(row.topic)) positions.set(offsetKey(row.topic, row.partition), row.next_offset);
     }
     return positions;
   }
@@ -180,12 +178,10 @@ export class Generation {
           groupId,
           giveWay: this.giveWayFlag,
           onBatch: (topic, partition, outcome) => {
-            // The batch is committed: the reader looks keys up again to see issues and
-            // revocations, and reads change counters again for its entity tags. At once, outside
-            // the lifecycle's queue: a request after this must not be answered from the cache.
-            if (topic === deps.apiKeysTopic) this.reader.forgetKeys();
+            // The batch is committed: the reader reads change counters again for its entity tags.
+            // At once, outside the lifecycle's queue: a request after this must not be answered
+            // from the cache.
             this.reader.forgetChanges();
-            if (topic === deps.apiKeysTopic) deps.keysMoved?.();
             events.batchApplied(topic, partition, outcome);
           },
           onUnreadable: events.unreadable,

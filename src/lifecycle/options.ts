@@ -1,6 +1,5 @@
 /** What the lifecycle is given, and what it reports as it goes. */
 import type { TopicRole } from '../../schemas/events.js';
-import type { KeysWatch } from '../consumer/keys-watch.js';
 import type { StartProjector } from '../consumer/projector-handle.js';
 import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
@@ -15,7 +14,7 @@ import type { Backoff, RestartReason } from './supervisor.js';
 /** What the lifecycle reports as it goes; the service turns it into metrics. */
 export interface LifecycleEvents {
   batchApplied?: (outcome: BatchOutcome) => void;
-  restarted?: (projector: 'served' | 'candidate', reason: RestartReason) => void;
+  restarted?: (projector: 'served' | 'candidate' | 'keys', reason: RestartReason) => void;
   lagMeasured?: (partitions: PartitionLag[]) => void;
   candidateProgress?: (ratio: number) => void;
   unreadable?: (batch: UnreadableBatch) => void;
@@ -36,11 +35,10 @@ export interface LifecycleOptions {
   stallTimeoutMs: number;
   backoff?: Backoff;
   events?: LifecycleEvents;
-  /**
-   * the keys topic alone, read in this thread while the served model gets no events (a version
-   * rebuild); `moved` after each committed batch
-   */
-  startKeysWatch?: (groupId: string, moved: () => void) => Promise<KeysWatch>;
+  /** the keys store's consumer must have fetched within this long for the replica to be ready (default 2 s) */
+  keysStallMs?: number;
+  /** the keys consumer's restarts (default 200 ms doubling to 2 s) */
+  keysBackoff?: Backoff;
   /** the request threads, told each view the API answers from (none: this thread alone answers) */
   views?: ViewSink;
   /** a candidate that gains less than a tenth of its distance to the served model over this long stops giving way (default 30 s) */

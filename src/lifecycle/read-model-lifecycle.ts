@@ -5,6 +5,8 @@
  * queue. A replica never answers from a model older than one it has already answered from.
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { orderModelRoles } from '../../schemas/events.js';
+import { KeysStore } from '../keys/keys-store.js';
 import type { PartitionEnds } from '../kafka/port.js';
 import type { ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
@@ -12,21 +14,26 @@ import { Candidates, paceCandidate } from './candidate.js';
 import { Generation } from './generation.js';
 import { startProjecting, type ProjectorContext } from './projector-events.js';
 import { Health, type HealthReport } from './health.js';
-import { Keys } from './keys.js';
 import { LifecycleMachine } from './machine.js';
 import { ServedView } from './served-view.js';
 import type { LifecycleOptions } from './options.js';
 import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
-import { hasReachedAnswered, switchOver } from './switch.js';
+import { hasReached } from './generation.js';
+import { switchOver } from './switch.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
+
+/** The keys consumer must have fetched within this long for the replica to be ready (KEYS_STALL_MS). */
+const defaultKeysStallMs = 2000;
 export type { HealthReport };
 
 export class ReadModelLifecycle {
   private readonly machine: LifecycleMachine;
   private readonly stopRequested = new AbortController();
   private readonly health_: Health;
-  private readonly keys: Keys;
+  /** API keys: a store of their own, fed by its own consumer, never replaced by a switch */
+  private readonly keys: KeysStore;
+  private readonly modelTopics: ReadonlySet<string>;
   private readonly candidates: Candidates;
   private readonly projectors: ProjectorContext;
 
@@ -39,18 +46,26 @@ export class ReadModelLifecycle {
   }
 
   constructor(private readonly options: LifecycleOptions) {
-    const { logger, clock, startKeysWatch } = options;
+    const { logger, clock } = options;
+    this.modelTopics = new Set(orderModelRoles.map((role) => options.topics[role]));
     this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);
-    this.candidates = new Candidates(options);
-    this.keys = new Keys({
-      apiKeysTopic: options.topics.apiKeys,
+    this.candidates = new Candidates({ ...options, modelTopics: this.modelTopics });
+    this.keys = new KeysStore({
+      dataDir: options.files.dir,
+      topics: options.topics,
+      groupId: options.groupId,
+      startProjector: options.startProjector,
+      clock,
       logger,
-      post: (command) => this.machine.send('keys watch', command),
+      stallMs: options.keysStallMs ?? defaultKeysStallMs,
+      readyMaxLag: options.readyMaxLag,
+      ...(options.keysBackoff === undefined ? {} : { backoff: options.keysBackoff }),
       changed: () => this.view.refresh(),
-      startKeysWatch:
-        startKeysWatch &&
-        (() => startKeysWatch(`${options.groupId}.keys.${clock.now()}`, () => this.view.refresh())),
+      views: options.views,
+      ...(options.events?.restarted === undefined
+        ? {}
+        : { restarted: (reason) => options.events?.restarted?.('keys', reason) }),
     });
     this.view = new ServedView({
       state: () => this.machine.current,
@@ -67,8 +82,6 @@ export class ReadModelLifecycle {
         startProjector: options.startProjector,
         clock,
         logger,
-        apiKeysTopic: options.topics.apiKeys,
-        keysMoved: () => this.view.refresh(),
         ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
       },
       ...(options.events === undefined ? {} : { events: options.events }),
@@ -80,8 +93,9 @@ export class ReadModelLifecycle {
   start(): void {
     if (this.machine.started()) return;
     const { files, logger } = this.options;
-    const served = Generation.openServed(files, logger);
+    const served = Generation.openServed(files, logger, this.modelTopics);
     this.machine.begin({ name: 'starting', served });
+    this.keys.start();
     if (served.currentVersion) this.project(served, this.options.groupId);
     else
       logger.warn(
@@ -115,7 +129,10 @@ export class ReadModelLifecycle {
 
   /** Readiness and what it rests on; reads only. */
   health(): HealthReport {
-    return this.health_.report(this.machine.current, this.options.clock.now());
+    const now = this.options.clock.now();
+    const report = this.health_.report(this.machine.current, now);
+    const keys = this.keys.reasons(now);
+    return { ...report, ready: report.ready && keys.length === 0, reasons: [...report.reasons, ...keys] };
   }
 
   /**
@@ -154,7 +171,9 @@ export class ReadModelLifecycle {
     const state = this.machine.current;
     if (state.name === 'stopping' || state.name === 'stopped') return;
     const now = this.options.clock.now();
-    const partitions = this.health_.measured(ends, state.served, candidateOf(state), now);
+    this.keys.measured(ends, now);
+    const modelEnds = ends.filter((end) => this.modelTopics.has(end.topic));
+    const partitions = this.health_.measured(modelEnds, state.served, candidateOf(state), now);
     this.options.events?.lagMeasured?.(partitions);
     if (state.name === 'rebuilding') {
       const ratio = this.health_.progressOf(state.candidate);
@@ -173,8 +192,6 @@ export class ReadModelLifecycle {
   private proposals(): void {
     const state = this.machine.current;
     if (!isServing(state) && state.name !== 'rebuilding') return;
-    // First: a failure to start a candidate below must not keep the keys watch from resuming.
-    this.keys.tend(!state.served.currentVersion);
     const next = this.candidates.next(
       state.served,
       candidateOf(state),
@@ -198,7 +215,7 @@ export class ReadModelLifecycle {
   private async switchIfReached(): Promise<void> {
     const state = this.machine.current;
     if (state.name !== 'rebuilding') return;
-    if (!hasReachedAnswered(state.candidate, state.served.positions(), this.keys)) return;
+    if (!hasReached(state.candidate.positions(), state.served.positions())) return;
     const { files, clock, logger, stallTimeoutMs, events } = this.options;
     const switching = {
       name: 'switching',
@@ -212,7 +229,6 @@ export class ReadModelLifecycle {
       clock,
       logger,
       stallTimeoutMs,
-      keys: this.keys,
       health: this.health_,
       stopRequested: this.stopRequested.signal,
       resumeServed: (served) => this.project(served, this.options.groupId),

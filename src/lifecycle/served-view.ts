@@ -1,22 +1,23 @@
 /**
- * What the API answers from: the served model, and keys from whichever model has read furthest on
- * the keys topic. Worked out again whenever either may change (a move of the state, a committed
- * batch of the keys topic, the keys watch), numbered, and published to the request threads as it
- * changes; a generation switched away from is closed and deleted once no request thread reads it.
+ * What the API answers from: the served model, and keys from the keys store. Worked out again
+ * whenever either may change (a move of the state, the keys store's successor taking over),
+ * numbered, and published to the request threads as it changes; a generation switched away from is
+ * closed and deleted once no request thread reads it.
  */
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';
 import { readsOf, type ReadView, type ViewSink } from '../read-model/read-view.js';
-import type { ApiReads } from '../read-model/reader.js';
+import type { ApiReads, ModelReads } from '../read-model/reader.js';
+import type { KeyLookup, KeysRef } from '../keys/key-lookup.js';
+import type { KeysStore } from '../keys/keys-store.js';
 import type { Generation } from './generation.js';
-import type { Keys, KeySource } from './keys.js';
-import { candidateOf, type LifecycleState } from './states.js';
+import type { LifecycleState } from './states.js';
 
 interface View {
   seq: number;
   served: Generation;
-  keys: KeySource;
-  reads: { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> };
+  keys: KeysRef;
+  reads: { served: ModelReads; keys: KeyLookup };
 }
 
 export class ServedView {
@@ -29,7 +30,7 @@ export class ServedView {
   constructor(
     private readonly deps: {
       state: () => LifecycleState;
-      keys: Keys;
+      keys: KeysStore;
       files: ModelFiles;
       logger: Logger;
       /** the request threads (none: this thread alone answers) */
@@ -40,7 +41,7 @@ export class ServedView {
   /** The view the API answers from now, as request threads open it. */
   readView(): ReadView {
     const view = this.current();
-    return { seq: view.seq, served: view.served.ref(), keys: view.keys.ref };
+    return { seq: view.seq, served: view.served.ref(), keys: view.keys };
   }
 
   /** Works out what the API answers from, and publishes it when that changed. */
@@ -50,22 +51,13 @@ export class ServedView {
     // Stopping closes the models: the API answers from the last view until it has stopped.
     if (last !== null && (state.name === 'stopping' || state.name === 'stopped')) return last;
     const served = state.served;
-    let keys: KeySource;
-    try {
-      keys = this.deps.keys.sourceFor(served, candidateOf(state));
-    } catch (error) {
-      // Called from projectors' and the watch's reports too, where a throw would end the process:
-      // the API keeps answering from the last view, worked out again at the next report.
-      if (last === null) throw error;
-      this.deps.logger.error({ err: error }, 'working out where keys are looked up failed');
-      return last;
-    }
-    if (last !== null && last.served === served && last.keys.ref.id === keys.ref.id) return last;
+    const keys = this.deps.keys.ref();
+    if (last !== null && last.served === served && last.keys.id === keys.id) return last;
     const view = {
       seq: (last?.seq ?? 0) + 1,
       served,
       keys,
-      reads: { served: served.reader, keys: keys.reader },
+      reads: { served: served.reader, keys: this.deps.keys.lookup() },
     };
     this.view = view;
     this.deps.views?.publish(this.readView());

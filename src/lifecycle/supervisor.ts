@@ -37,6 +37,8 @@ export interface SupervisorOptions {
   clock: Clock;
   logger: Logger;
   backoff?: Backoff;
+  /** a start still under way after this long is given up (its signal aborted) and tried again */
+  startTimeoutMs?: number;
   onRestart?: (reason: RestartReason) => void;
   /** a projector has started and runs */
   onRunning?: () => void;
@@ -83,6 +85,25 @@ export class Supervisor {
     await this.loop;
   }
 
+  /** One start, given up when the supervisor stops or the start timeout passes. */
+  private async startOnce(): Promise<RunningProjector> {
+    const timeoutMs = this.options.startTimeoutMs;
+    if (timeoutMs === undefined) return this.options.start(this.stopped.signal);
+    const attempt = new AbortController();
+    const giveUp = (): void => attempt.abort();
+    this.stopped.signal.addEventListener('abort', giveUp, { once: true });
+    const done = new AbortController();
+    void this.options.clock.sleep(timeoutMs, done.signal).then(() => {
+      if (!done.signal.aborted) giveUp();
+    });
+    try {
+      return await this.options.start(attempt.signal);
+    } finally {
+      done.abort();
+      this.stopped.signal.removeEventListener('abort', giveUp);
+    }
+  }
+
   /** Read through a call: the flag changes while the loop awaits. */
   private isStopping(): boolean {
     return this.stopping;
@@ -96,7 +117,7 @@ export class Supervisor {
       let reason: RestartReason;
       const before = new Map(this.lastPositions);
       try {
-        const projector = await this.options.start(this.stopped.signal);
+        const projector = await this.startOnce();
         if (this.isStopping()) {
           await projector.stop();
           break;

@@ -3,13 +3,11 @@
  * the next state: serving the candidate, or (it did not reach the served model's final positions in
  * time, or something failed) rebuilding again with the served model projecting as before.
  */
-import type { Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';
 import type { Clock } from './clock.js';
 import { hasReached, type Generation } from './generation.js';
 import type { Health } from './health.js';
-import type { Keys } from './keys.js';
 import type { LifecycleState, Serving, Switching } from './states.js';
 
 export interface SwitchContext {
@@ -17,23 +15,12 @@ export interface SwitchContext {
   clock: Clock;
   logger: Logger;
   stallTimeoutMs: number;
-  keys: Keys;
   health: Health;
   /** aborted by `stop()`: a switch waiting for the candidate gives up */
   stopRequested: AbortSignal;
   /** gives the served model its projector back */
   resumeServed: (served: Generation) => void;
   switched?: (from: string, to: string) => void;
-}
-
-/**
- * Whether `candidate` holds everything this replica may have answered from: the served model's
- * `served` positions and, while a keys watch runs, the keys the watch has read (an issue or a
- * revocation answered from the watch must not be forgotten when the watch stops at the swap).
- */
-export function hasReachedAnswered(candidate: Generation, served: Positions, keys: Keys): boolean {
-  const positions = candidate.positions();
-  return hasReached(positions, served) && keys.heldBy(positions);
 }
 
 /** The state of a served model alone, from what its projector does now (a switch hands it a started one). */
@@ -62,11 +49,10 @@ export async function switchOver(state: Switching, ctx: SwitchContext): Promise<
     // The candidate is at most a few batches behind the final positions; if it does not get there
     // within the stall timeout, the served model gets its projector back and the switch waits.
     const deadline = ctx.clock.now() + ctx.stallTimeoutMs;
-    // Checked again right before the swap, with no await in between: the keys watch moves on.
-    let reached = hasReachedAnswered(candidate, final, ctx.keys);
+    let reached = hasReached(candidate.positions(), final);
     while (!reached && !ctx.stopRequested.aborted && ctx.clock.now() < deadline) {
       await ctx.clock.sleep(20, ctx.stopRequested);
-      reached = hasReachedAnswered(candidate, final, ctx.keys);
+      reached = hasReached(candidate.positions(), final);
     }
     if (ctx.stopRequested.aborted) return stillRebuilding();
     if (!reached) {
@@ -83,7 +69,6 @@ export async function switchOver(state: Switching, ctx: SwitchContext): Promise<
     return stillRebuilding();
   }
   ctx.health.switched(previous);
-  ctx.keys.end();
   lock?.();
   ctx.logger.info({ from: previous.file, to: candidate.file }, 'switched to the caught-up model');
   ctx.switched?.(previous.file, candidate.file);

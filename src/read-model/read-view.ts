@@ -1,14 +1,13 @@
 /**
  * What the API answers from, as data every request thread can follow: the served model file, and
- * the file keys are looked up in (the served model, a candidate that has read further on the keys
- * topic, or the keys watch). The lifecycle publishes a new view, numbered, whenever either changes;
+ * the keys store's files. The lifecycle publishes a new view, numbered, whenever either changes;
  * request threads open their own read-only connections to the files it names.
  */
 import { openReadModel } from './database.js';
-import { ReadModelReader, type ApiReads } from './reader.js';
+import { ReadModelReader, type ApiReads, type ModelReads } from './reader.js';
 
 export interface ModelRef {
-  /** this process's number for the generation or watch: a file opened anew gets a new one */
+  /** this process's number for the generation: a file opened anew gets a new one */
   id: number;
   file: string;
   /** false: a file of an older projection version, opened as it is, never projected into */
@@ -17,11 +16,19 @@ export interface ModelRef {
   epochs: Int32Array | null;
 }
 
+/** The keys store's files as a request thread opens them (`keys/key-lookup.ts`); a new `id` whenever they change. */
+export interface KeysRef {
+  id: number;
+  file: string;
+  /** the store of an older projection version, answering beside `file` until `file` has reached it */
+  predecessor: string | null;
+}
+
 export interface ReadView {
   /** grows by one with each published view */
   seq: number;
   served: ModelRef;
-  keys: ModelRef;
+  keys: KeysRef;
 }
 
 let lastRefId = 0;
@@ -44,14 +51,15 @@ export function openRefReader(ref: ModelRef): ReadModelReader {
   const db = openReadModel(ref.file, { readonly: true, anyProjectionVersion: !ref.currentVersion });
   const caching = ref.epochs !== null;
   return new ReadModelReader(db, {
-    cacheKeys: caching,
     cacheChanges: caching,
     ...(ref.epochs === null ? {} : { epochs: ref.epochs }),
   });
 }
 
-/** The API's reads from a view: the page, articles and counters from the served model, keys from the keys model. */
-export function readsOf(current: () => { served: ApiReads; keys: Pick<ApiReads, 'orgOfKeyHash'> }): ApiReads {
+/** The API's reads from a view: the page, articles and counters from the served model, keys from the keys store. */
+export function readsOf(
+  current: () => { served: ModelReads; keys: Pick<ApiReads, 'orgOfKeyHash'> },
+): ApiReads {
   return {
     orderPage: (query) => current().served.orderPage(query),
     articlesOfOrder: (orgId, orderId) => current().served.articlesOfOrder(orgId, orderId),

@@ -67,13 +67,6 @@ export interface ReaderOptions {
    */
   deepOffsetFrom?: number;
   /**
-   * Remember the organization of each active key once looked up, so a request costs no key query,
-   * until `forgetKeys()`. Only for a reader whose owner calls `forgetKeys()` after every commit that
-   * touches api_keys (the service does on each api-keys batch of its projector thread); any other
-   * reader would keep accepting a revoked key.
-   */
-  cacheKeys?: boolean;
-  /**
    * Remember change counters once read, until `forgetChanges()` or for at most `changesCacheMs`: a
    * 304 then reads nothing. Only for a reader whose owner calls `forgetChanges()` after every commit
    * (the service does on each batch of its projector thread); the time bound covers a commit whose
@@ -81,26 +74,25 @@ export interface ReaderOptions {
    */
   cacheChanges?: boolean;
   /**
-   * Where `forgetKeys()` and `forgetChanges()` are counted (`newCacheEpochs`): readers of one file
+   * Where `forgetChanges()` is counted (`newCacheEpochs`): readers of one file
    * in several threads share it, so that a commit reported to one makes every one of them forget.
    */
   epochs?: Int32Array;
 }
 
 /** Slots of a reader's cache epochs: each moves when the caches of that kind must be forgotten. */
-const keysEpoch = 0;
-const changesEpoch = 1;
+const changesEpoch = 0;
 
 /** Cache epochs in shared memory, for the readers of one model file in every thread. */
 export function newCacheEpochs(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 }
 
 /** How long a remembered change counter is trusted without a report of a commit. */
 export const changesCacheMs = 1000;
 
-/** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
-const maxCachedKeys = 10_000;
+/** Bound on remembered change counters; past it the cache starts over. */
+const maxCachedCounters = 10_000;
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
 const rawStatements: ReadonlySet<string> = new Set([
@@ -116,11 +108,14 @@ const rawStatements: ReadonlySet<string> = new Set([
 type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
 type ChangeStatement = 'orgChanges' | 'orderChanges';
 
-/** What the HTTP API asks of the read model. */
-export type ApiReads = Pick<
+/** What the HTTP API asks of the orders model. */
+export type ModelReads = Pick<
   ReadModelReader,
-  'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder' | 'orgChanges' | 'orderChanges' | 'modelIdentity'
+  'orderPage' | 'articlesOfOrder' | 'orgChanges' | 'orderChanges' | 'modelIdentity'
 >;
+
+/** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */
+export type ApiReads = ModelReads & { orgOfKeyHash(keySha256: string): number | null };
 
 export class ReadModelReader {
   private readonly statements: {
@@ -131,8 +126,6 @@ export class ReadModelReader {
   /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
-  /** key SHA-256 → organization, for active keys only; null when not caching */
-  private readonly keyCache: Map<string, number> | null;
   /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
   private readonly pageInSnapshot: (query: OrderPageQuery) => { orders: Order[]; total: number };
 
@@ -168,10 +161,8 @@ export class ReadModelReader {
       ? { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') }
       : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? deepOffsetFrom;
-    this.keyCache = options.cacheKeys === true ? new Map() : null;
     this.changeCache = options.cacheChanges === true ? new Map() : null;
     this.epochs = options.epochs ?? newCacheEpochs();
-    this.keysEpochSeen = Atomics.load(this.epochs, keysEpoch);
     this.changesEpochSeen = Atomics.load(this.epochs, changesEpoch);
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
@@ -203,7 +194,6 @@ export class ReadModelReader {
   }
 
   private readonly epochs: Int32Array;
-  private keysEpochSeen: number;
   private changesEpochSeen: number;
 
   private changeCounter(statement: ChangeStatement, key: string, id: number): number {
@@ -220,7 +210,7 @@ export class ReadModelReader {
     }
     const changes = (this.changes?.[statement].get(id) as { changes: number } | undefined)?.changes ?? 0;
     if (cache !== null) {
-      if (cache.size >= maxCachedKeys) cache.clear();
+      if (cache.size >= maxCachedCounters) cache.clear();
       cache.set(key, changes);
     }
     return changes;
@@ -229,31 +219,6 @@ export class ReadModelReader {
   /** counter key (`o<org>`, `a<order>`) → value; null when not caching */
   private readonly changeCache: Map<string, number> | null;
   private changeCacheSince = performance.now();
-
-  orgOfKeyHash(keySha256: string): number | null {
-    if (this.keyCache !== null) {
-      const epoch = Atomics.load(this.epochs, keysEpoch);
-      if (epoch !== this.keysEpochSeen) {
-        this.keyCache.clear();
-        this.keysEpochSeen = epoch;
-      }
-    }
-    const cached = this.keyCache?.get(keySha256);
-    if (cached !== undefined) return cached;
-    const row = this.statements.orgOfActiveKey.get(keySha256) as { org_id: number } | undefined;
-    const orgId = row?.org_id ?? null;
-    // Unknown keys are not remembered: a caller sending random keys cannot grow the cache.
-    if (orgId !== null && this.keyCache !== null) {
-      if (this.keyCache.size >= maxCachedKeys) this.keyCache.clear();
-      this.keyCache.set(keySha256, orgId);
-    }
-    return orgId;
-  }
-
-  /** Drops remembered keys, in every reader sharing its epochs: call after committing api-keys events (issues, revocations). */
-  forgetKeys(): void {
-    Atomics.add(this.epochs, keysEpoch, 1);
-  }
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {

@@ -7,6 +7,7 @@ import { sha256Hex } from '../../src/http/auth.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { apiKeyIssued } from './events.js';
 import { memoryReadModel } from './read-model.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 export interface ApiResponse {
   status: number;
@@ -48,7 +49,7 @@ export async function startTestApi(
   model.apply(...events);
   const reader = new ReadModelReader(model.db);
   const app = await buildApp({
-    readerOf: () => reader,
+    readerOf: () => apiReadsOfOneFile(reader),
     logger: options.logger ?? pino({ level: 'silent' }),
   });
   let baseUrl = '';

@@ -1,5 +1,5 @@
 /** Projectors run in the test's own thread over a Kafka port: the lifecycle's `StartProjector` for fast tests. */
-import type { TopicRole } from '../../schemas/events.js';
+import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/consumer/projector.js';
 import { type KafkaPort, offsetKey } from '../../src/kafka/port.js';
@@ -18,8 +18,13 @@ export function inProcessProjectors(
   return async (spec): Promise<RunningProjector> => {
     const db = openReadModel(spec.file);
     const writer = new ReadModelWriter(db, roleOfTopic(topics));
+    const roles = spec.roles ?? orderModelRoles;
+    const read = new Set(roles.map((role) => topics[role]));
     const positions = new Map(
-      writer.storedOffsets().map((o) => [offsetKey(o.topic, o.partition), o.nextOffset]),
+      writer
+        .storedOffsets()
+        .filter((o) => read.has(o.topic))
+        .map((o) => [offsetKey(o.topic, o.partition), o.nextOffset]),
     );
     let closed = false;
     const close = (): void => {
@@ -40,7 +45,9 @@ export function inProcessProjectors(
         },
         groupId: spec.groupId,
         topics,
+        roles,
         writer,
+        ...(spec.onFetched === undefined ? {} : { onFetched: spec.onFetched }),
         logger,
         onBatch: ({ topic, partition, outcome }) => {
           if (outcome.nextOffset !== null) positions.set(offsetKey(topic, partition), outcome.nextOffset);

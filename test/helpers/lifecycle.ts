@@ -1,7 +1,6 @@
 /** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
 import { pino } from 'pino';
 import type { DomainEvent } from '../../schemas/events.js';
-import { keysWatchFile, leftKeysWatchFile, startKeysWatch } from '../../src/consumer/keys-watch.js';
 import { systemClock } from '../../src/lifecycle/clock.js';
 import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
 import type { ServiceState } from '../../src/lifecycle/states.js';
@@ -16,7 +15,7 @@ export interface LifecycleFixture {
   kafka: MemoryKafka;
   files: ModelFiles;
   lifecycle: ReadModelLifecycle;
-  restarts: { projector: 'served' | 'candidate'; reason: RestartReason }[];
+  restarts: { projector: 'served' | 'candidate' | 'keys'; reason: RestartReason }[];
   transitions: { from: ServiceState; to: ServiceState; allowed: boolean }[];
   /** publishes events as the contract keys them; `markers` follows each with a transaction marker */
   publish: (events: readonly DomainEvent[], options?: { markers?: boolean }) => void;
@@ -24,16 +23,12 @@ export interface LifecycleFixture {
   tick: () => Promise<void>;
   /** whether the projectors of a file are told to give way to requests now; null: none was started */
   givesWay: (file: string) => boolean | null;
-  /** keys watches started, and how many of them were stopped (their model and consumer let go) */
-  keysWatches: { started: number; stopped: number };
 }
 
 export function lifecycleFixture(
   dataDir: string,
   options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs'>> & {
     beforeBatch?: (file: string) => void | Promise<void>;
-    /** watch the keys topic while the served model is of an older version, as the service does */
-    keysWatch?: boolean;
   } = {},
 ): LifecycleFixture {
   const kafka = new MemoryKafka(Object.values(testTopics));
@@ -42,9 +37,6 @@ export function lifecycleFixture(
   const transitions: LifecycleFixture['transitions'] = [];
   const logger = pino({ level: 'silent' });
   const giveWayFlags = new Map<string, Int32Array>();
-  const keysWatches = { started: 0, stopped: 0 };
-  // as the service: the first watch resumes the one an earlier process left in the directory
-  let leftWatch: string | null | undefined;
   const startInProcess = inProcessProjectors(kafka, testTopics, logger, options.beforeBatch);
   const lifecycle = new ReadModelLifecycle({
     files,
@@ -60,25 +52,7 @@ export function lifecycleFixture(
     backoff: { initialMs: 20, maxMs: 200 },
     strictTransitions: true,
     endOffsets: (topics) => kafka.endOffsets(topics),
-    ...(options.keysWatch === true
-      ? {
-          startKeysWatch: async (groupId: string, moved: () => void) => {
-            await Promise.resolve();
-            if (leftWatch === undefined) leftWatch = leftKeysWatchFile(dataDir);
-            const file = leftWatch ?? keysWatchFile(dataDir, Date.now());
-            const watch = startKeysWatch({ port: kafka, topics: testTopics, groupId, logger, file, moved });
-            leftWatch = null;
-            keysWatches.started += 1;
-            return {
-              ...watch,
-              stop: (options) => {
-                keysWatches.stopped += 1;
-                return watch.stop(options);
-              },
-            };
-          },
-        }
-      : {}),
+    keysBackoff: { initialMs: 20, maxMs: 200 },
     startProjector: (spec) => {
       giveWayFlags.set(spec.file, spec.giveWay);
       return startInProcess(spec);
@@ -109,7 +83,6 @@ export function lifecycleFixture(
       lifecycle.checkProposals();
       await lifecycle.maybeSwitch();
     },
-    keysWatches,
     givesWay: (file) => {
       const flag = giveWayFlags.get(file);
       return flag === undefined ? null : Atomics.load(flag, 0) === 1;

@@ -163,6 +163,7 @@ export class MemoryKafka implements KafkaPort {
             }
           }
         }
+        if (!paused) options.onFetched?.();
         if (!delivered) await new Promise((resolve) => setTimeout(resolve, 5));
       }
       loopEnded();

@@ -7,6 +7,7 @@ import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 const model = memoryReadModel();
 model.apply(
@@ -17,7 +18,7 @@ model.apply(
 );
 const reader = new ReadModelReader(model.db);
 const app = await buildApp({
-  readerOf: () => reader,
+  readerOf: () => apiReadsOfOneFile(reader),
   logger: pino({ level: 'silent' }),
   rateLimit: { max: 1000, windowMs: 60_000 },
 });

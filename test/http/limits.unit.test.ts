@@ -5,6 +5,7 @@ import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 async function limitedApi(max: number) {
   const model = memoryReadModel();
@@ -15,7 +16,7 @@ async function limitedApi(max: number) {
   );
   const reader = new ReadModelReader(model.db);
   const app = await buildApp({
-    readerOf: () => reader,
+    readerOf: () => apiReadsOfOneFile(reader),
     logger: pino({ level: 'silent' }),
     rateLimit: { max, windowMs: 60_000 },
   });

@@ -6,6 +6,7 @@ import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { orderCreated, at } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { ServiceMetrics } from '../../src/metrics.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -20,7 +21,7 @@ async function api() {
   const reader = new ReadModelReader(model.db);
   const lines: string[] = [];
   const app = await buildApp({
-    readerOf: () => reader,
+    readerOf: () => apiReadsOfOneFile(reader),
     logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
     rateLimit: { max: 5, windowMs: 60_000 },
   });
@@ -94,7 +95,11 @@ describe('request metrics', () => {
     model.apply(issueKeyOf(1));
     const reader = new ReadModelReader(model.db);
     const metrics = new ServiceMetrics(() => null);
-    const app = await buildApp({ readerOf: () => reader, logger: pino({ level: 'silent' }), metrics });
+    const app = await buildApp({
+      readerOf: () => apiReadsOfOneFile(reader),
+      logger: pino({ level: 'silent' }),
+      metrics,
+    });
     const get = (url: string, org?: number) =>
       app.inject({ method: 'GET', url, headers: org === undefined ? {} : bearer(org) });
     for (let i = 0; i < 3; i += 1) await get(`${v1}/orders`, 1);

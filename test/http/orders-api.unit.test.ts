@@ -12,6 +12,7 @@ import {
   statusChanged,
 } from '../helpers/events.js';
 import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 const ORG = 1;
 const OTHER_ORG = 2;
@@ -288,7 +289,7 @@ describe('DESIGN decisions', () => {
     const db = openReadModel(':memory:');
     const reader = new ReadModelReader(db);
     const app = await buildApp({
-      readerOf: () => reader,
+      readerOf: () => apiReadsOfOneFile(reader),
       logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
     });
     db.close();

@@ -9,6 +9,7 @@ import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
 import { startOtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { memoryReadModel } from '../helpers/read-model.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 const v1 = '/api/external-api/v1';
 const receiver = await startOtlpReceiver();
@@ -29,7 +30,7 @@ async function tracedApi(env: Record<string, string> = {}) {
     ...env,
   });
   const tracing = (await startTracing(config.tracing, logger)) as Tracing;
-  const app = await buildApp({ readerOf: () => reader, logger, tracing });
+  const app = await buildApp({ readerOf: () => apiReadsOfOneFile(reader), logger, tracing });
   const get = (url: string, headers: Record<string, string> = {}) =>
     app.inject({ method: 'GET', url: `${v1}${url}`, headers });
   const close = async () => {

@@ -58,8 +58,9 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     f.publish([issueKeyOf(1), ...orders(1, 20)]);
     f.kafka.breakDown();
     started(f);
-    await waitUntil('three failed starts', () => f.restarts.length >= 3, 10_000, 5);
-    expect(f.restarts.every((r) => r.projector === 'served' && r.reason === 'start_failed')).toBe(true);
+    const served = (): LifecycleFixture['restarts'] => f.restarts.filter((r) => r.projector === 'served');
+    await waitUntil('three failed starts', () => served().length >= 3, 10_000, 5);
+    expect(served().every((r) => r.reason === 'start_failed')).toBe(true);
     const down = f.lifecycle.health();
     expect(down.ready).toBe(false);
     expect(down.state).toBe('restarting');
@@ -75,7 +76,8 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
   it('restarts a projector that fails mid-stream and ends with every event applied exactly once', async () => {
     let batches = 0;
     const f = lifecycleFixture(dataDir(), {
-      beforeBatch: () => {
+      beforeBatch: (file) => {
+        if (file.includes('keys-v')) return;
         batches += 1;
         if (batches === 3 || batches === 7) throw new Error('the projector thread died');
       },
@@ -87,8 +89,9 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     await waitUntil('caught up', () => caughtUp(f), 10_000, 5);
     expect(f.restarts.map((r) => r.reason)).toEqual(['failed', 'failed']);
     await f.lifecycle.stop();
+    // the orders model holds no keys: they live in the keys store
     const expected = memoryReadModel();
-    expected.apply(...events);
+    expected.apply(...events.filter((event) => !event.type.startsWith('api_key.')));
     const db = new Database(f.lifecycle.servedFile(), { readonly: true });
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
     db.close();

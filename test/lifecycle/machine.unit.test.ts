@@ -7,7 +7,7 @@ import { Mailbox } from '../../src/lifecycle/mailbox.js';
 import { InvalidTransition, type ServiceState } from '../../src/lifecycle/states.js';
 import { tempDir } from '../helpers/temp.js';
 
-const served = Generation.open(join(tempDir('machine'), 'model.sqlite'));
+const served = Generation.open(join(tempDir('machine'), 'model.sqlite'), new Set());
 afterAll(() => served.close());
 const logger = pino({ level: 'silent' });
 

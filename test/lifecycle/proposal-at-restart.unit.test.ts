@@ -13,7 +13,6 @@ import { apiKeyRevoked, at, orderCreated, orderDeleted } from '../helpers/events
 import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
 import { tempDir } from '../helpers/temp.js';
-import { markProjectionVersion1 } from '../../tools/model-progress.js';
 
 const root = tempDir('proposal-at-restart');
 let n = 0;
@@ -108,61 +107,5 @@ describe('a proposal waiting in NEXT at a restart', () => {
     );
     expect(keyAccepted(f)).toBe(false);
     expect(listed(f)).toBe(2);
-  });
-});
-
-describe('a switch while the keys watch runs', () => {
-  it('waits until the candidate has the keys the watch answered from, so that no issued key is refused after it', async () => {
-    const dataDir = join(root, `data-${(n += 1)}`);
-    // A served model of an older release holding the first events, and a proposal of this
-    // version holding the same: the proposal has reached the served model at once.
-    const older = lifecycleFixture(dataDir);
-    older.publish(first);
-    older.lifecycle.start();
-    await waitUntil('the first events are applied', async () => {
-      await older.tick();
-      return older.lifecycle.health().totalLag === 0;
-    });
-    const proposal = older.files.newGenerationFile();
-    const copy = new Database(older.lifecycle.servedFile(), { readonly: true });
-    copy.prepare('VACUUM INTO ?').run(proposal);
-    copy.close();
-    await older.lifecycle.stop();
-    markProjectionVersion1(older.files.currentFile()!);
-    older.files.proposeNext(proposal);
-
-    // The proposal's projector is held back; a newer key reaches the keys watch only.
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const f = lifecycleFixture(dataDir, {
-      keysWatch: true,
-      beforeBatch: (file) => (file === proposal ? held : undefined),
-    });
-    running.push(f);
-    f.publish(first);
-    f.publish([issueKeyOf(2, at(20))]);
-    f.lifecycle.start();
-    const key2 = sha256Hex(keyOf(2));
-    try {
-      // No tick yet: switches are considered on ticks (the proposal's held projector applies nothing).
-      await waitUntil(
-        'the keys watch has the new key',
-        () => f.lifecycle.reads.orgOfKeyHash(key2) === 2,
-        3000,
-      );
-      for (let i = 0; i < 5; i += 1) {
-        await f.tick();
-        expect(f.lifecycle.reads.orgOfKeyHash(key2)).toBe(2);
-      }
-      expect(f.files.currentFile()).not.toBe(proposal);
-    } finally {
-      release();
-    }
-    await waitUntil('the proposal is served', async () => {
-      await f.tick();
-      expect(f.lifecycle.reads.orgOfKeyHash(key2)).toBe(2);
-      return f.files.currentFile() === proposal;
-    });
-    expect(f.lifecycle.reads.orgOfKeyHash(key2)).toBe(2);
   });
 });

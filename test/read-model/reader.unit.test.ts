@@ -1,15 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatApiTimestamp, ReadModelReader } from '../../src/read-model/reader.js';
-import { sha256Hex } from '../../src/http/auth.js';
-import {
-  apiKeyIssued,
-  apiKeyRevoked,
-  orderCreated,
-  orderDeleted,
-  statusChanged,
-  at,
-} from '../helpers/events.js';
+import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 
 const reference = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
@@ -124,33 +116,6 @@ describe('ReadModelReader deep offsets', () => {
       [0, 3, 5, 7].map((offset) => onVersion1.orderPage({ orgId: 1, status: null, limit: 2, offset })),
     ).toEqual(expected);
     expect(expected.map((page) => page.orders.length)).toEqual([2, 2, 2, 1]);
-  });
-});
-
-describe('ReadModelReader key cache', () => {
-  const hash = sha256Hex('key-of-org-7');
-
-  it('without it, a revocation is seen at the next lookup', () => {
-    const { db, apply } = memoryReadModel();
-    const reader = new ReadModelReader(db);
-    apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
-    expect(reader.orgOfKeyHash(hash)).toBe(7);
-    apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
-    expect(reader.orgOfKeyHash(hash)).toBeNull();
-  });
-
-  it('with it, a known key is answered from memory until forgetKeys(); unknown keys are never remembered', () => {
-    const { db, apply } = memoryReadModel();
-    const reader = new ReadModelReader(db, { cacheKeys: true });
-    expect(reader.orgOfKeyHash(hash)).toBeNull();
-    apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
-    // The miss above left nothing behind: the new key works without forgetKeys().
-    expect(reader.orgOfKeyHash(hash)).toBe(7);
-    apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
-    // Remembered: the owner has not said that api_keys changed yet (the service says so per api-keys batch).
-    expect(reader.orgOfKeyHash(hash)).toBe(7);
-    reader.forgetKeys();
-    expect(reader.orgOfKeyHash(hash)).toBeNull();
   });
 });
 

@@ -6,6 +6,7 @@
  * the lifecycle has published before it.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { KeyLookup } from '../../keys/key-lookup.js';
 import { openRefReader, readsOf, type ModelRef, type ReadView } from '../../read-model/read-view.js';
 import type { ApiReads, ReadModelReader } from '../../read-model/reader.js';
 
@@ -22,11 +23,12 @@ export interface ViewAck {
 }
 
 export class ViewFollower {
-  /** the view it answers from, with the readers of its two files */
-  private following: { view: ReadView; served: ReadModelReader; keys: ReadModelReader };
+  /** the view it answers from, with the reader of its served file and the lookup of its keys store */
+  private following: { view: ReadView; served: ReadModelReader; keys: KeyLookup };
   /** the newest view received that could not be opened yet (a file still being retired); tried again on each read */
   private pending: ReadView | null = null;
   private readonly readers = new Map<number, ReadModelReader>();
+  private keyLookup: { id: number; lookup: KeyLookup } | null = null;
   readonly reads: ApiReads = readsOf(() => this.fresh());
 
   constructor(
@@ -58,9 +60,11 @@ export class ViewFollower {
     this.port.close();
     for (const reader of this.readers.values()) reader.db.close();
     this.readers.clear();
+    this.keyLookup?.lookup.close();
+    this.keyLookup = null;
   }
 
-  private fresh(): { served: ReadModelReader; keys: ReadModelReader } {
+  private fresh(): { served: ReadModelReader; keys: KeyLookup } {
     if (Atomics.load(this.published, 0) !== this.following.view.seq) {
       for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
         this.receive((m.message as ViewMessage).view);
@@ -77,15 +81,13 @@ export class ViewFollower {
   private followPending(): void {
     const view = this.pending;
     if (view === null) return;
-    const previous = this.following.view;
+    const previousKeys = this.keyLookup;
     this.following = this.open(view);
     this.pending = null;
-    // Reads are synchronous: no read of this thread is under way on a connection closed here. The
-    // previous view's keys reader, when it was a file of its own, stays one view longer: the keys
-    // may move back to it at the next batch (the watch and a candidate overtaking each other). A
-    // served file switched from is closed at once: the lifecycle deletes it once all have followed.
-    const kept = new Set([view.served.id, view.keys.id]);
-    if (previous.keys.id !== previous.served.id) kept.add(previous.keys.id);
+    // Reads are synchronous: no read of this thread is under way on a connection closed here. A
+    // file switched from is closed at once: the lifecycle deletes it once all have followed.
+    if (previousKeys !== null && previousKeys !== this.keyLookup) previousKeys.lookup.close();
+    const kept = new Set([view.served.id]);
     for (const [id, reader] of this.readers) {
       if (!kept.has(id)) {
         reader.db.close();
@@ -95,8 +97,11 @@ export class ViewFollower {
     this.acknowledge();
   }
 
-  private open(view: ReadView): { view: ReadView; served: ReadModelReader; keys: ReadModelReader } {
-    return { view, served: this.readerOf(view.served), keys: this.readerOf(view.keys) };
+  private open(view: ReadView): { view: ReadView; served: ReadModelReader; keys: KeyLookup } {
+    const served = this.readerOf(view.served);
+    if (this.keyLookup?.id !== view.keys.id)
+      this.keyLookup = { id: view.keys.id, lookup: KeyLookup.open(view.keys) };
+    return { view, served, keys: this.keyLookup.lookup };
   }
 
   private readerOf(ref: ModelRef): ReadModelReader {

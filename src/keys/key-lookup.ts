@@ -1,0 +1,98 @@
+/**
+ * Authentication's one rule: a key is answered from the keys store's committed state, read anew at
+ * every request on a connection of the asking thread. Nothing is cached, so once any thread has
+ * refused a key after its revocation, every later read, in every thread, sees that revocation too;
+ * and the store only moves forward (`keys-store.ts`), so no later read sees an older state.
+ *
+ * While a successor store of a new projection version is built, the predecessor (frozen at its
+ * positions) answers beside it: for each key the newer fact of the two counts, as the projection's
+ * convergence rule says, so what either has applied is never forgotten.
+ */
+import { keysSql } from '../../projections/orders/sql.js';
+import { supersedes, type FactVersion } from '../../projections/orders/version.js';
+import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
+import { readsOf, type KeysRef } from '../read-model/read-view.js';
+import type { ApiReads, ReadModelReader } from '../read-model/reader.js';
+
+export type { KeysRef };
+
+type Statement = ReturnType<ReadModelDatabase['prepare']>;
+
+interface KeyRow {
+  key_id: string;
+  org_id: number | null;
+  revoked: number;
+  v_at: number;
+  v_sub: number;
+  v_rank: 0 | 1;
+  v_id: string;
+}
+
+/** One store's statements, on a connection of this thread. */
+class StoreReads {
+  readonly activeByHash: Statement;
+  readonly byId: Statement;
+
+  constructor(readonly db: ReadModelDatabase) {
+    this.activeByHash = db.prepare(keysSql.activeKeyByHash);
+    this.byId = db.prepare(keysSql.keyById);
+  }
+}
+
+function versionOf(row: KeyRow): FactVersion {
+  return { at: row.v_at, sub: row.v_sub, rank: row.v_rank, id: row.v_id };
+}
+
+export class KeyLookup {
+  private constructor(
+    private readonly store: StoreReads,
+    private readonly predecessor: StoreReads | null,
+  ) {}
+
+  /** Read-only connections of this thread to the files `ref` names. */
+  static open(ref: KeysRef): KeyLookup {
+    const store = new StoreReads(openReadModel(ref.file, { readonly: true }));
+    if (ref.predecessor === null) return new KeyLookup(store, null);
+    try {
+      const predecessor = openReadModel(ref.predecessor, { readonly: true, anyProjectionVersion: true });
+      return new KeyLookup(store, new StoreReads(predecessor));
+    } catch (error) {
+      store.db.close();
+      throw error;
+    }
+  }
+
+  /** A lookup in a database that holds the keys table (tests, and one-file tools). */
+  static of(db: ReadModelDatabase): KeyLookup {
+    return new KeyLookup(new StoreReads(db), null);
+  }
+
+  /** The organization of an active key with this SHA-256, or null: unknown, revoked or malformed. */
+  orgOfKeyHash(keySha256: string): number | null {
+    const predecessor = this.predecessor;
+    if (predecessor === null) {
+      return (this.store.activeByHash.get(keySha256) as KeyRow | undefined)?.org_id ?? null;
+    }
+    for (const [mine, other] of [
+      [this.store, predecessor],
+      [predecessor, this.store],
+    ] as const) {
+      const row = mine.activeByHash.get(keySha256) as KeyRow | undefined;
+      if (row === undefined) continue;
+      const there = other.byId.get(row.key_id) as KeyRow | undefined;
+      if (there === undefined || !supersedes(versionOf(there), versionOf(row))) return row.org_id;
+    }
+    return null;
+  }
+
+  close(): void {
+    this.store.db.close();
+    this.predecessor?.db.close();
+  }
+}
+
+/** The API's reads from one database that holds the orders and the keys tables (tests, benchmarks, tools). */
+export function apiReadsOfOneFile(reader: ReadModelReader): ApiReads {
+  const keys = KeyLookup.of(reader.db);
+  return readsOf(() => ({ served: reader, keys }));
+}

@@ -1,0 +1,278 @@
+/**
+ * The keys store: one file per data directory (`keys-v<projection version>.sqlite`), fed by the keys
+ * topic's own consumer, which commits each batch's effects and its positions in one transaction
+ * (synchronous = FULL). It only moves forward: no rebuild, switch or snapshot of the orders model
+ * touches it, and it is replaced only by a successor of a new projection version once that has
+ * reached it on every partition. Every request thread answers keys from it (`key-lookup.ts`).
+ *
+ * Its consumer joins a group of its own at every start, so no membership a killed process left can
+ * keep a partition from it; the positions live in SQLite. A watchdog restarts a consumer that has
+ * not fetched for `stallMs`, and a start that takes longer than that is given up and tried again,
+ * whatever the client's own retry schedule.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeSql } from '../../projections/orders/sql.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import type { TopicRole } from '../../schemas/events.js';
+import type { StartProjector } from '../consumer/projector-handle.js';
+import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
+import type { Clock } from '../lifecycle/clock.js';
+import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
+import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
+import type { Logger } from '../logger.js';
+import { openReadModel, removeModelFile } from '../read-model/database.js';
+import type { ViewSink } from '../read-model/read-view.js';
+import type { BatchOutcome } from '../read-model/writer.js';
+import { KeyLookup, type KeysRef } from './key-lookup.js';
+import { keysReadiness } from './keys-readiness.js';
+
+const keysFilePattern = /^keys-v(\d+)\.sqlite$/;
+
+/** The keys store of a projection version in `dataDir`. */
+export function keysFile(dataDir: string, version: number = PROJECTION_VERSION): string {
+  return join(dataDir, `keys-v${version}.sqlite`);
+}
+
+/** The projection versions of the keys stores in `dataDir`, oldest first. */
+export function keysStoreVersions(dataDir: string): number[] {
+  return readdirSync(dataDir)
+    .map((name) => keysFilePattern.exec(name)?.[1])
+    .filter((version) => version !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+export interface KeysStoreOptions {
+  dataDir: string;
+  topics: Record<TopicRole, string>;
+  groupId: string;
+  startProjector: StartProjector;
+  clock: Clock;
+  logger: Logger;
+  /** not ready, and the consumer restarted, once it has not fetched for this long */
+  stallMs: number;
+  readyMaxLag: number;
+  backoff?: Backoff;
+  /** the files keys are read from changed (a successor took over): publish a new view */
+  changed?: () => void;
+  /** the request threads: a predecessor is closed once all of them have let it go */
+  views?: ViewSink | undefined;
+  batchApplied?: (outcome: BatchOutcome) => void;
+  restarted?: (reason: RestartReason) => void;
+}
+
+/** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
+const keysFetchMaxWaitMs = 500;
+const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
+let lastRefId = 0;
+
+export class KeysStore {
+  readonly file: string;
+  private predecessor: { file: string; positions: Positions } | null = null;
+  private lookup_: KeyLookup;
+  private ref_: KeysRef;
+  private supervisor: Supervisor | null = null;
+  private watchdog: NodeJS.Timeout | null = null;
+  /** when the consumer last proved it reads: a fetch came back */
+  private fetchedAt: number | null = null;
+  /** when the running consumer started: the watchdog gives it `stallMs` to fetch */
+  private startedAt: number | null = null;
+  private lag: LagSnapshot | null = null;
+  private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
+  private readonly retiring = new Set<Promise<void>>();
+  private starts = 0;
+
+  constructor(private readonly options: KeysStoreOptions) {
+    this.file = keysFile(options.dataDir);
+    const fresh = !existsSync(this.file);
+    const older = keysStoreVersions(options.dataDir).filter((v) => v < PROJECTION_VERSION);
+    // Creates the file with this version's schema, or checks an existing one is of it.
+    openReadModel(this.file).close();
+    const newest = older.at(-1);
+    for (const version of older) {
+      if (version !== newest || !fresh) removeModelFile(keysFile(options.dataDir, version));
+    }
+    if (fresh && newest !== undefined) {
+      const file = keysFile(options.dataDir, newest);
+      this.predecessor = { file, positions: storedPositions(file, true) };
+      options.logger.info(
+        { file: this.file, predecessor: file },
+        'building the keys store of this projection version; its predecessor answers beside it until reached',
+      );
+    } else if (fresh) {
+      options.logger.info(
+        { file: this.file },
+        'a new keys store: every key is refused until it has read the keys topic',
+      );
+    }
+    this.ref_ = this.newRef();
+    this.lookup_ = KeyLookup.open(this.ref_);
+  }
+
+  /** What this thread authenticates with. */
+  lookup(): KeyLookup {
+    return this.lookup_;
+  }
+
+  /** The files as request threads open them. */
+  ref(): KeysRef {
+    return this.ref_;
+  }
+
+  /** Starts the supervised consumer of the keys topic and its watchdog. */
+  start(): void {
+    if (this.supervisor !== null) return;
+    const { clock, logger, stallMs } = this.options;
+    this.supervisor = new Supervisor({
+      name: 'keys',
+      clock,
+      logger,
+      backoff: this.options.backoff ?? keysBackoff,
+      startTimeoutMs: stallMs,
+      start: (signal) => {
+        this.starts += 1;
+        return this.options.startProjector({
+          signal,
+          file: this.file,
+          // a group of its own at each start: nobody else's membership holds a partition
+          groupId: `${this.options.groupId}.keys.${clock.now()}.${this.starts}`,
+          roles: ['apiKeys'],
+          giveWay: new Int32Array(new SharedArrayBuffer(4)),
+          fetchMaxWaitMs: keysFetchMaxWaitMs,
+          onFetched: () => (this.fetchedAt = clock.now()),
+          onBatch: (topic, partition, outcome) => this.applied(topic, partition, outcome),
+          onUnreadable: (batch) => {
+            this.unreadable.set(offsetKey(batch.topic, batch.partition), { ...batch, at: clock.now() });
+          },
+        });
+      },
+      onRunning: () => {
+        this.startedAt = clock.now();
+        this.unreadable.clear();
+      },
+      onRestart: (reason) => this.options.restarted?.(reason),
+    });
+    this.supervisor.start();
+    this.watchdog = setInterval(() => this.watch(), Math.max(50, Math.min(500, stallMs / 4)));
+    this.watchdog.unref();
+  }
+
+  /** Positions of the keys topic as committed with the store. */
+  positions(): Positions {
+    return this.supervisor?.running()?.positions() ?? storedPositions(this.file, false);
+  }
+
+  /** Records the keys topic's lag from the end offsets of a lag check. */
+  measured(ends: readonly PartitionEnds[], now: number): PartitionLag[] {
+    const partitions = lagOf(
+      ends.filter((end) => end.topic === this.options.topics.apiKeys),
+      this.positions(),
+    );
+    this.lag = { at: now, partitions };
+    return partitions;
+  }
+
+  /** Why the keys keep the replica from being ready; empty when they do not. */
+  reasons(now: number): string[] {
+    return keysReadiness({
+      now,
+      lastReadAt: this.fetchedAt,
+      consumer: this.supervisor?.status() ?? null,
+      stallMs: this.options.stallMs,
+      lag: this.lag,
+      readyMaxLag: this.options.readyMaxLag,
+      unreadable: [...this.unreadable.values()],
+      buildingBesidePredecessor: this.predecessor !== null,
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.watchdog !== null) clearInterval(this.watchdog);
+    this.watchdog = null;
+    await this.supervisor?.stop();
+    this.supervisor = null;
+    await Promise.all(this.retiring);
+    this.lookup_.close();
+  }
+
+  private watch(): void {
+    const running = this.supervisor?.running() ?? null;
+    if (running === null || this.startedAt === null) return;
+    // an empty keys topic brings no batch: the successor has reached its predecessor all the same
+    const predecessor = this.predecessor;
+    if (predecessor !== null && hasReachedAll(running.positions(), predecessor.positions)) this.succeed();
+    const since = Math.max(this.fetchedAt ?? 0, this.startedAt);
+    if (this.options.clock.now() - since > this.options.stallMs) {
+      this.options.logger.warn(
+        { stalledMs: this.options.clock.now() - since },
+        'the keys consumer has not fetched for too long; starting a new one',
+      );
+      this.startedAt = null;
+      this.supervisor?.restart('stalled');
+    }
+  }
+
+  private applied(topic: string, partition: number, outcome: BatchOutcome): void {
+    this.fetchedAt = this.options.clock.now();
+    this.unreadable.delete(offsetKey(topic, partition));
+    this.options.batchApplied?.(outcome);
+    const predecessor = this.predecessor;
+    if (predecessor !== null && hasReachedAll(this.positions(), predecessor.positions)) this.succeed();
+  }
+
+  /** The successor has reached its predecessor on every partition: it answers alone from now on. */
+  private succeed(): void {
+    const predecessor = this.predecessor;
+    if (predecessor === null) return;
+    this.predecessor = null;
+    const previous = this.lookup_;
+    this.ref_ = this.newRef();
+    this.lookup_ = KeyLookup.open(this.ref_);
+    this.options.changed?.();
+    this.options.logger.info(
+      { file: this.file, predecessor: predecessor.file },
+      'the keys store has reached its predecessor; the predecessor is retired',
+    );
+    const retired = (async () => {
+      await this.options.views?.settled();
+      await new Promise((resolve) => setImmediate(resolve));
+      previous.close();
+      removeModelFile(predecessor.file);
+    })().catch((error: unknown) =>
+      this.options.logger.error(
+        { err: error, file: predecessor.file },
+        'retiring the keys predecessor failed',
+      ),
+    );
+    this.retiring.add(retired);
+    void retired.finally(() => this.retiring.delete(retired));
+  }
+
+  private newRef(): KeysRef {
+    lastRefId += 1;
+    return { id: lastRefId, file: this.file, predecessor: this.predecessor?.file ?? null };
+  }
+}
+
+function hasReachedAll(positions: Positions, target: Positions): boolean {
+  for (const [key, next] of target) if ((positions.get(key) ?? -1) < next) return false;
+  return true;
+}
+
+function storedPositions(file: string, anyProjectionVersion: boolean): Positions {
+  const db = openReadModel(file, { readonly: true, anyProjectionVersion });
+  try {
+    const positions = new Map<string, number>();
+    for (const row of db.prepare(writeSql.selectOffsets).all() as {
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }[]) {
+      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
+    }
+    return positions;
+  } finally {
+    db.close();
+  }
+}
