@@ -18,14 +18,13 @@ export interface KeysReadinessInput {
   lag: LagSnapshot | null;
   readyMaxLag: number;
   unreadable: readonly (UnreadableBatch & { at: number })[];
-  /** a successor store of this projection version is being built beside its predecessor */
-  buildingBesidePredecessor: boolean;
 }
 
 export function keysReadiness(input: KeysReadinessInput): string[] {
   const reasons: string[] = [];
   const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))} s`;
-  const cause = input.consumer?.lastError == null ? '' : ` (${input.consumer.lastError})`;
+  const lastError = input.consumer?.lastError ?? null;
+  const cause = lastError === null ? '' : ` (${lastError})`;
   if (input.lastReadAt === null) {
     reasons.push(`the keys consumer has not read the keys topic yet${cause}`);
   } else if (input.now - input.lastReadAt > input.stallMs) {
@@ -42,9 +41,6 @@ export function keysReadiness(input: KeysReadinessInput): string[] {
     reasons.push(
       `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); keys issued or revoked after it are not seen`,
     );
-  }
-  if (input.buildingBesidePredecessor && reasons.length === 0 && input.lag === null) {
-    reasons.push('the keys store of this projection version is being built');
   }
   return reasons;
 }

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { writeSql } from '../../projections/orders/sql.js';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { TopicRole } from '../../schemas/events.js';
-import type { StartProjector } from '../consumer/projector-handle.js';
+import type { RunningProjector, StartProjector } from '../consumer/projector-handle.js';
 import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
 import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
@@ -158,6 +158,11 @@ export class KeysStore {
     this.watchdog.unref();
   }
 
+  /** The running consumer (diagnostics and tests); null while none runs. */
+  projector(): RunningProjector | null {
+    return this.supervisor?.running() ?? null;
+  }
+
   /** Positions of the keys topic as committed with the store. */
   positions(): Positions {
     return this.supervisor?.running()?.positions() ?? storedPositions(this.file, false);
@@ -183,7 +188,6 @@ export class KeysStore {
       lag: this.lag,
       readyMaxLag: this.options.readyMaxLag,
       unreadable: [...this.unreadable.values()],
-      buildingBesidePredecessor: this.predecessor !== null,
     });
   }
 

@@ -123,6 +123,11 @@ export class ReadModelLifecycle {
     return this.machine.current.served.projector();
   }
 
+  /** The keys store's running consumer (diagnostics and tests); null while none runs. */
+  keysProjector(): ReturnType<Generation['projector']> {
+    return this.keys.projector();
+  }
+
   candidateFile(): string | null {
     return candidateOf(this.machine.current)?.file ?? null;
   }

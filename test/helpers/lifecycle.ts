@@ -27,7 +27,9 @@ export interface LifecycleFixture {
 
 export function lifecycleFixture(
   dataDir: string,
-  options: Partial<Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs'>> & {
+  options: Partial<
+    Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs' | 'keysStallMs'>
+  > & {
     beforeBatch?: (file: string) => void | Promise<void>;
   } = {},
 ): LifecycleFixture {
@@ -53,6 +55,7 @@ export function lifecycleFixture(
     strictTransitions: true,
     endOffsets: (topics) => kafka.endOffsets(topics),
     keysBackoff: { initialMs: 20, maxMs: 200 },
+    ...(options.keysStallMs === undefined ? {} : { keysStallMs: options.keysStallMs }),
     startProjector: (spec) => {
       giveWayFlags.set(spec.file, spec.giveWay);
       return startInProcess(spec);

@@ -141,3 +141,43 @@ describe('the supervisor', () => {
     await supervisor.stop();
   });
 });
+
+describe('the supervisor with a start timeout', () => {
+  it('gives up a start still under way after the timeout, and starts again', async () => {
+    const clock = manualClock();
+    const reasons: RestartReason[] = [];
+    const signals: AbortSignal[] = [];
+    const up = projector(new Map());
+    const supervisor = new Supervisor({
+      name: 'keys',
+      clock,
+      logger: pino({ level: 'silent' }),
+      backoff: { initialMs: 10, maxMs: 10 },
+      startTimeoutMs: 2000,
+      start: (signal) => {
+        signals.push(signal);
+        // the first start hangs (a client joining a group on a broker that does not answer)
+        if (signals.length === 1)
+          return new Promise((_, reject) =>
+            signal.addEventListener('abort', () => reject(new Error('given up')), { once: true }),
+          );
+        return Promise.resolve(up);
+      },
+      onRestart: (reason) => reasons.push(reason),
+    });
+    supervisor.start();
+    await tick();
+    expect(clock.sleeps).toEqual([2000]);
+    expect(signals[0]?.aborted).toBe(false);
+    clock.wakeAll();
+    await tick();
+    await tick();
+    expect(signals[0]?.aborted).toBe(true);
+    expect(reasons).toEqual(['start_failed']);
+    clock.wakeAll();
+    await tick();
+    await tick();
+    expect(supervisor.running()).toBe(up);
+    await supervisor.stop();
+  });
+});

@@ -1,0 +1,182 @@
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { DomainEvent } from '../../schemas/events.js';
+import { sha256Hex } from '../../src/http/auth.js';
+import { keysFile } from '../../src/keys/keys-store.js';
+import { openReadModel } from '../../src/read-model/database.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
+import { waitUntil } from '../helpers/kafka.js';
+import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
+import { decodeBatch } from '../../src/consumer/decode.js';
+import { MemoryKafka } from '../helpers/memory-kafka.js';
+import { tempDir } from '../helpers/temp.js';
+
+const root = tempDir('keys-store');
+let n = 0;
+const dataDir = (): string => join(root, `data-${(n += 1)}`);
+const running: LifecycleFixture[] = [];
+afterEach(async () => {
+  for (const f of running.splice(0)) await f.lifecycle.stop();
+});
+
+function started(f: LifecycleFixture): LifecycleFixture {
+  running.push(f);
+  f.lifecycle.start();
+  return f;
+}
+
+const orgOf = (f: LifecycleFixture, org: number): number | null =>
+  f.lifecycle.reads.orgOfKeyHash(sha256Hex(keyOf(org)));
+const revokeKeyOf = (org: number, minutes: number): DomainEvent =>
+  apiKeyRevoked(`test-api-key-of-org-${org}`, { occurred_at: at(minutes) });
+
+describe('the keys store', () => {
+  it('keeps a revocation through a restart with the broker down and a switch to a proposal', async () => {
+    const dir = dataDir();
+    const first = started(lifecycleFixture(dir));
+    first.publish([issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), orderCreated({ order_id: 1 })]);
+    await waitUntil('both keys are accepted', () => orgOf(first, 1) === 1 && orgOf(first, 2) === 2);
+    first.publish([revokeKeyOf(1, 2)]);
+    await waitUntil('the revocation counts', () => orgOf(first, 1) === null);
+    // A proposal waits in NEXT: a model of this version that has read nothing.
+    const proposal = first.files.newGenerationFile();
+    openReadModel(proposal).close();
+    first.files.proposeNext(proposal);
+    await first.lifecycle.stop();
+    running.splice(running.indexOf(first), 1);
+
+    // The next start reaches no broker: the store on disk answers at once.
+    const second = lifecycleFixture(dir);
+    second.kafka.breakDown();
+    started(second);
+    expect(orgOf(second, 1)).toBeNull();
+    expect(orgOf(second, 2)).toBe(2);
+    second.kafka.recover();
+    second.publish([orderCreated({ order_id: 1 })]);
+    await waitUntil('the proposal is switched to', async () => {
+      await second.tick();
+      expect(orgOf(second, 1)).toBeNull();
+      return second.files.currentFile() === proposal;
+    });
+    expect(orgOf(second, 1)).toBeNull();
+    expect(orgOf(second, 2)).toBe(2);
+  });
+
+  it('is built from the keys topic where a data directory has none, refusing every key until then', async () => {
+    const dir = dataDir();
+    // A data directory of a release that kept keys in the orders model: no keys store in it.
+    const older = started(lifecycleFixture(dir));
+    await waitUntil('started', () => older.lifecycle.state() !== 'starting');
+    await older.lifecycle.stop();
+    running.splice(running.indexOf(older), 1);
+    const served = older.files.currentFile()!;
+    const model = memoryReadModel(openReadModel(served));
+    model.apply(issueKeyOf(1, at(1)), issueKeyOf(2, at(1)));
+    model.db.close();
+    rmSync(keysFile(dir), { force: true });
+
+    const f = lifecycleFixture(dir);
+    f.kafka.breakDown();
+    started(f);
+    expect(orgOf(f, 1)).toBeNull();
+    expect(orgOf(f, 2)).toBeNull();
+    expect(f.lifecycle.health().reasons.join('; ')).toMatch(
+      /the keys consumer has not read the keys topic yet/,
+    );
+    f.publish([issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), revokeKeyOf(1, 2)]);
+    f.kafka.recover();
+    await waitUntil('the store has read the keys topic', async () => {
+      await f.tick();
+      expect(orgOf(f, 1)).toBeNull();
+      return orgOf(f, 2) === 2 && f.lifecycle.health().ready;
+    });
+  });
+
+  it('replaces a consumer that stays joined but fetches nothing, and reads on with the new one', async () => {
+    const f = started(lifecycleFixture(dataDir(), { keysStallMs: 300 }));
+    f.publish([issueKeyOf(1, at(1)), orderCreated({ order_id: 1 })]);
+    await waitUntil('the key is accepted', () => orgOf(f, 1) === 1, 8000);
+    // a client stuck in its retries: joined, fetching nothing
+    f.lifecycle.keysProjector()!.pause();
+    f.publish([revokeKeyOf(1, 2)]);
+    await waitUntil(
+      'a new keys consumer',
+      () => f.restarts.some((r) => r.projector === 'keys' && r.reason === 'stalled'),
+      8000,
+    );
+    await waitUntil('the new consumer reads the revocation', () => orgOf(f, 1) === null, 8000);
+  });
+
+  it('makes the replica unready while its consumer cannot fetch, and ready again once it reads', async () => {
+    const f = started(lifecycleFixture(dataDir(), { keysStallMs: 300 }));
+    f.publish([issueKeyOf(1, at(1)), orderCreated({ order_id: 1 })]);
+    await waitUntil(
+      'ready',
+      async () => {
+        await f.tick();
+        return f.lifecycle.health().ready;
+      },
+      8000,
+    );
+    f.kafka.breakDown();
+    await waitUntil(
+      'unready, naming the keys consumer',
+      () => f.lifecycle.health().reasons.some((r) => /the keys consumer has not fetched for 1 s/.test(r)),
+      8000,
+    );
+    expect(f.lifecycle.health().ready).toBe(false);
+    f.kafka.recover();
+    await waitUntil(
+      'ready again',
+      async () => {
+        await f.tick();
+        return f.lifecycle.health().ready;
+      },
+      8000,
+    );
+  });
+
+  it('answers with its predecessor of an older projection version until it has reached it, then retires it', async () => {
+    const dir = dataDir();
+    mkdirSync(dir, { recursive: true });
+    const events = [issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), revokeKeyOf(1, 2)];
+    // The predecessor, of projection version 1, has read the same three events at the same offsets.
+    const predecessor = keysFile(dir, 1);
+    const stored = memoryReadModel(openReadModel(predecessor));
+    const partitions = new MemoryKafka([]);
+    const offsets = new Map<number, number>();
+    for (const event of events) {
+      const key = `test-api-key-of-org-${event.type === 'api_key.issued' ? event.data.organization_id : 1}`;
+      const partition = partitions.partitionOf(key);
+      const offset = offsets.get(partition) ?? 0;
+      offsets.set(partition, offset + 1);
+      const message = {
+        offset: String(offset),
+        key: Buffer.from(key),
+        value: Buffer.from(JSON.stringify(event)),
+      };
+      stored.writer.applyBatch(testTopics.apiKeys, partition, decodeBatch('apiKeys', [message]), offset + 1);
+    }
+    stored.db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
+    stored.db.close();
+
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const f = lifecycleFixture(dir, { beforeBatch: (file) => (file === keysFile(dir) ? held : undefined) });
+    f.publish(events);
+    started(f);
+    try {
+      // The successor has read nothing yet: the predecessor answers.
+      expect(orgOf(f, 1)).toBeNull();
+      expect(orgOf(f, 2)).toBe(2);
+    } finally {
+      release();
+    }
+    await waitUntil('the predecessor is retired', () => !existsSync(predecessor));
+    expect(orgOf(f, 1)).toBeNull();
+    expect(orgOf(f, 2)).toBe(2);
+  });
+});
