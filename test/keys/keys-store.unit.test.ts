@@ -139,6 +139,33 @@ describe('the keys store', () => {
     );
   });
 
+  it('reports a keys batch that cannot be read: the replica is unready, naming the partition', async () => {
+    const f = started(lifecycleFixture(dataDir()));
+    const partition = f.kafka.partitionOf('test-api-key-of-org-1');
+    f.kafka.makeUnreadable(testTopics.apiKeys, partition, 0, 'a codec the client lacks');
+    f.publish([issueKeyOf(1, at(1)), orderCreated({ order_id: 1 })]);
+    const reason = `${testTopics.apiKeys} partition ${partition} cannot be read at offset 0 (a codec the client lacks); keys issued or revoked after it are not seen`;
+    await waitUntil(
+      'unready, naming the keys partition',
+      async () => {
+        await f.tick();
+        return f.lifecycle.health().reasons.includes(reason);
+      },
+      8000,
+    );
+    expect(f.lifecycle.health().ready).toBe(false);
+    expect(orgOf(f, 1)).toBeNull();
+    f.kafka.readable(testTopics.apiKeys, partition);
+    await waitUntil(
+      'read, and ready',
+      async () => {
+        await f.tick();
+        return orgOf(f, 1) === 1 && f.lifecycle.health().ready;
+      },
+      8000,
+    );
+  });
+
   it('answers with its predecessor of an older projection version until it has reached it, then retires it', async () => {
     const dir = dataDir();
     mkdirSync(dir, { recursive: true });
