@@ -90,7 +90,8 @@ export const ServiceEnv = z.object({
   READY_MAX_LAG: decimalInteger.default(1000),
   STALL_TIMEOUT_MS: positiveInt.default(30_000),
   LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
-  KEYS_STALL_MS: positiveInt.default(2000),
+  /** the keys consumer must have fetched within this long for the replica to be ready; past it, it is replaced */
+  KEYS_STALL_MS: positiveInt.default(3000),
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
   REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
   /** requests per API key per window; 0 turns the limit off */

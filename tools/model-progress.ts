@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { KafkaPort } from '../src/kafka/port.js';
+import { keysFile } from '../src/keys/keys-store.js';
 import { ModelFiles } from '../src/read-model/files.js';
 
 /**
@@ -28,10 +29,13 @@ export function appliedMessagesIn(file: string): number {
   }
 }
 
-/** The same for the live model of a data directory. */
+/**
+ * The same for a data directory: its live orders model and its keys store, which together read
+ * every topic once.
+ */
 export function appliedMessages(dataDir: string): number {
   const file = new ModelFiles(dataDir).currentFile();
-  return file === null ? 0 : appliedMessagesIn(file);
+  return (file === null ? 0 : appliedMessagesIn(file)) + appliedMessagesIn(keysFile(dataDir));
 }
 
 /**

@@ -36,7 +36,8 @@ process.on('warning', (warning) => post({ type: 'warning', name: warning.name, m
  * thread its own nice value; elsewhere the thread keeps the process's priority.
  */
 const PROJECTOR_THREAD_NICE = 5;
-if (part === undefined) {
+// The keys store's thread keeps the process's priority: a revocation waits for no request.
+if (part === undefined && !(roles ?? []).includes('apiKeys')) {
   try {
     const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(threadId, PROJECTOR_THREAD_NICE);

@@ -7,8 +7,8 @@
  *
  * Its consumer joins a group of its own at every start, so no membership a killed process left can
  * keep a partition from it; the positions live in SQLite. A watchdog restarts a consumer that has
- * not fetched for `stallMs`, and a start that takes longer than that is given up and tried again,
- * whatever the client's own retry schedule.
+ * not fetched for `stallMs`, and a start that takes longer than `keysStartTimeoutMs` is given up and
+ * tried again, whatever the client's own retry schedule.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -65,6 +65,8 @@ export interface KeysStoreOptions {
 /** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
 const keysFetchMaxWaitMs = 500;
 const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
+/** A start of the keys consumer still under way after this long is given up and tried again. */
+const keysStartTimeoutMs = 10_000;
 let lastRefId = 0;
 
 export class KeysStore {
@@ -129,7 +131,8 @@ export class KeysStore {
       clock,
       logger,
       backoff: this.options.backoff ?? keysBackoff,
-      startTimeoutMs: stallMs,
+      // a start is a worker thread, a connection and a group join: slower than a fetch under load
+      startTimeoutMs: Math.max(keysStartTimeoutMs, stallMs),
       start: (signal) => {
         this.starts += 1;
         return this.options.startProjector({

@@ -35,7 +35,7 @@ export interface LifecycleOptions {
   stallTimeoutMs: number;
   backoff?: Backoff;
   events?: LifecycleEvents;
-  /** the keys store's consumer must have fetched within this long for the replica to be ready (default 2 s) */
+  /** the keys store's consumer must have fetched within this long for the replica to be ready (default 3 s) */
   keysStallMs?: number;
   /** the keys consumer's restarts (default 200 ms doubling to 2 s) */
   keysBackoff?: Backoff;

@@ -24,7 +24,7 @@ import { switchOver } from './switch.js';
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
 
 /** The keys consumer must have fetched within this long for the replica to be ready (KEYS_STALL_MS). */
-const defaultKeysStallMs = 2000;
+const defaultKeysStallMs = 3000;
 export type { HealthReport };
 
 export class ReadModelLifecycle {
