@@ -181,6 +181,11 @@ export class KeysStore {
     return partitions;
   }
 
+  /** The keys topic's lag per partition when last measured. */
+  lagPartitions(): PartitionLag[] {
+    return this.lag?.partitions ?? [];
+  }
+
   /** Why the keys keep the replica from being ready; empty when they do not. */
   reasons(now: number): string[] {
     return keysReadiness({

@@ -137,7 +137,12 @@ export class ReadModelLifecycle {
     const now = this.options.clock.now();
     const report = this.health_.report(this.machine.current, now);
     const keys = this.keys.reasons(now);
-    return { ...report, ready: report.ready && keys.length === 0, reasons: [...report.reasons, ...keys] };
+    return {
+      ...report,
+      ready: report.ready && keys.length === 0,
+      reasons: [...report.reasons, ...keys],
+      partitions: [...report.partitions, ...this.keys.lagPartitions()],
+    };
   }
 
   /**
@@ -176,10 +181,10 @@ export class ReadModelLifecycle {
     const state = this.machine.current;
     if (state.name === 'stopping' || state.name === 'stopped') return;
     const now = this.options.clock.now();
-    this.keys.measured(ends, now);
+    const keys = this.keys.measured(ends, now);
     const modelEnds = ends.filter((end) => this.modelTopics.has(end.topic));
     const partitions = this.health_.measured(modelEnds, state.served, candidateOf(state), now);
-    this.options.events?.lagMeasured?.(partitions);
+    this.options.events?.lagMeasured?.([...partitions, ...keys]);
     if (state.name === 'rebuilding') {
       const ratio = this.health_.progressOf(state.candidate);
       if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
