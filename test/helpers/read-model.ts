@@ -1,3 +1,5 @@
+import { keysFile } from '../../src/keys/keys-store.js';
+import { ModelFiles } from '../../src/read-model/files.js';
 import { DAY_MS } from '../../projections/orders/listing.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { DomainEvent } from '../../schemas/events.js';
@@ -69,6 +71,40 @@ export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
     articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
     api_keys: db.prepare('SELECT * FROM api_keys ORDER BY key_id').all(),
   };
+}
+
+/**
+ * A data directory's state as one model: the tables of its served orders model, with the keys of
+ * its keys store (the service keeps them apart; a replay of every topic into one model holds both).
+ */
+export function dumpDataDir(dataDir: string): Record<string, unknown[]> {
+  const orders = openReadModel(new ModelFiles(dataDir).currentFile()!, { readonly: true });
+  const keys = openReadModel(keysFile(dataDir), { readonly: true });
+  try {
+    return { ...dumpModel(orders), api_keys: dumpModel(keys).api_keys ?? [] };
+  } finally {
+    orders.close();
+    keys.close();
+  }
+}
+
+/** The dead letters of a data directory: its served orders model's and its keys store's. */
+export function deadLettersIn(
+  dataDir: string,
+): { topic: string; partition: number; offset: number; reason: string }[] {
+  return [new ModelFiles(dataDir).currentFile()!, keysFile(dataDir)].flatMap((file) => {
+    const db = openReadModel(file, { readonly: true });
+    try {
+      return db.prepare('SELECT topic, partition, "offset", reason FROM dead_letters').all() as {
+        topic: string;
+        partition: number;
+        offset: number;
+        reason: string;
+      }[];
+    } finally {
+      db.close();
+    }
+  });
 }
 
 /** The counters kept by the projection (org_order_counts, org_order_days), ordered. */

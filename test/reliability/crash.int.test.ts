@@ -18,7 +18,14 @@ import {
   uniqueTopicName,
   waitUntil,
 } from '../helpers/kafka.js';
-import { dumpModel, memoryReadModel, recountedCounters, storedCounters } from '../helpers/read-model.js';
+import {
+  dumpDataDir,
+  dumpModel,
+  memoryReadModel,
+  recountedCounters,
+  storedCounters,
+} from '../helpers/read-model.js';
+import { keysFile } from '../../src/keys/keys-store.js';
 import { seededLog } from '../helpers/scenario.js';
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 
@@ -80,6 +87,7 @@ describe('crash safety', () => {
       expect(await final.exited).toBe(0);
 
       const db = new Database(new ModelFiles(dataDir).currentFile()!, { readonly: true });
+      const keys = new Database(keysFile(dataDir), { readonly: true });
       const expected = memoryReadModel();
       for (const event of log.history) expected.apply(event);
       const midIngestKills = progressAtKill.filter((p) => p < totalMessages).length;
@@ -87,12 +95,13 @@ describe('crash safety', () => {
         `[crash] ${totalMessages} messages, ${kills} SIGKILLs (${midIngestKills} before the end of the log) at applied offsets ${progressAtKill.join(', ')}`,
       );
       expect(midIngestKills).toBe(kills);
-      expect(dumpModel(db)).toEqual(dumpModel(expected.db));
+      expect(dumpDataDir(dataDir)).toEqual(dumpModel(expected.db));
       expect(storedCounters(db)).toEqual(recountedCounters(db));
-      expect((db.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n).toBe(
-        log.garbage.length,
-      );
+      const deadLetters = (file: Database.Database): number =>
+        (file.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n;
+      expect(deadLetters(db) + deadLetters(keys)).toBe(log.garbage.length);
       db.close();
+      keys.close();
     },
     60_000 + kills * 30_000,
   );
