@@ -89,7 +89,8 @@ describe('compressed topics written by kcat', () => {
       });
       await port.close();
       const db = new Database(rebuilt.file, { readonly: true });
-      expect(dumpModel(db), `${set.name}, rebuilt`).toEqual(reference);
+      // a rebuild builds an orders model: the keys topic feeds the keys store alone
+      expect(dumpModel(db), `${set.name}, rebuilt`).toEqual({ ...reference, api_keys: [] });
       db.close();
     }
   }, 300_000);
