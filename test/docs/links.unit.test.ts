@@ -1,7 +1,8 @@
 /**
- * The pages link to each other by file and heading: a renamed heading or a moved file must not
- * leave a newcomer at a dead link. Every relative link of a Markdown file outside bench/ names a
- * file of the repository, and its `#anchor`, when it has one, a heading of that file.
+ * The pages link to each other by file and heading, and name source files: a renamed heading or a
+ * moved file must not leave a newcomer at a dead link. Every relative link of a Markdown file
+ * outside bench/ names a file of the repository, and its `#anchor`, when it has one, a heading of
+ * that file; every repository path in a code span exists.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
@@ -32,6 +33,16 @@ function linksOf(file: string): string[] {
     .filter((target) => !/^[a-z]+:/.test(target));
 }
 
+/** Repository paths named in code spans (`src/…`, `test/…`), wildcards and placeholders left out. */
+function pathsOf(file: string): string[] {
+  const text = readFileSync(join(projectRoot, file), 'utf8');
+  return [
+    ...text.matchAll(/`((?:src|projections|schemas|tools|test|bench|scripts|patches|docs|\.ci)\/[^`\s]*)`/g),
+  ]
+    .map((match) => match[1] ?? '')
+    .filter((path) => !/[*<>…]/.test(path));
+}
+
 const pages = markdownFiles(projectRoot).filter((file) => !file.startsWith('bench/'));
 
 describe.each(pages)('the links of %s', (page) => {
@@ -43,6 +54,11 @@ describe.each(pages)('the links of %s', (page) => {
       return anchor !== undefined && file.endsWith('.md') && !anchorsOf(file).has(anchor);
     });
     expect(dead).toEqual([]);
+  });
+
+  it('name only files and folders that exist', () => {
+    const missing = pathsOf(page).filter((path) => !existsSync(join(projectRoot, path)));
+    expect(missing).toEqual([]);
   });
 });
 
