@@ -1,4 +1,4 @@
-/** Request and response shapes of the External Orders API (../shared/SPEC.md). */
+/** Request and response shapes of the External Orders API (docs/api.md). */
 import { z } from 'zod';
 
 export const API_PREFIX = '/api/external-api/v1';

@@ -83,7 +83,7 @@ export const ServiceEnv = z.object({
   DATA_DIR: z.string().min(1).default('data'),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),
   HTTP_PORT: port.default(8080),
-  /** threads answering the API on HTTP_PORT, each with its own read-only connections (README, "Reads across cores") */
+  /** threads answering the API on HTTP_PORT, each with its own read-only connections (docs/architecture.md, "Reads across cores") */
   HTTP_WORKERS: decimalInteger.pipe(z.number().min(1).max(64)).default(1),
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
   ADMIN_PORT: port.default(9464),

@@ -1,6 +1,6 @@
 /**
  * The event contract between the upstream distribution system and this read
- * model (../shared/EVENTS.md). These zod schemas are the authoritative form;
+ * model (docs/events.md). These zod schemas are the authoritative form;
  * `events.schema.json` is generated from them for the publisher.
  */
 import { z } from 'zod';

@@ -1,6 +1,6 @@
 /**
  * The projection: pure functions from (event, current rows) to the rows to
- * write. No I/O, no clock. Convergence (EVENTS.md) comes from comparing fact
+ * write. No I/O, no clock. Convergence (docs/events.md) comes from comparing fact
  * versions per field group, so any interleaving and any redelivery of the same
  * facts yields the same rows.
  */
@@ -189,7 +189,7 @@ export function applyOrderStatusChanged(
   ]);
 }
 
-/** The URL's host without a leading `www.`, as EVENTS.md defines the default website domain. */
+/** The URL's host without a leading `www.`, as docs/events.md defines the default website domain. */
 export function websiteDomainOf(articleUrl: string): string {
   return new URL(articleUrl).hostname.replace(/^www\./, '');
 }

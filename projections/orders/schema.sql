@@ -1,10 +1,10 @@
 -- The read model of the External Orders API at the current projection version (PROJECTION_VERSION in
 -- version.ts). A new file is created from this file alone; a file of another version is never
--- migrated in place: the service rebuilds it from the topics (README, "Projection versions").
+-- migrated in place: the service rebuilds it from the topics (docs/architecture.md, "The read model").
 --
 -- Every fact table keeps, per field group, the version of the fact that set it: occurred_at as epoch
 -- milliseconds (`*_v_at`) and the nanoseconds within that millisecond (`*_v_sub`, 0–999 999), then
--- the event id. That is what makes replays and any reordering converge (EVENTS.md).
+-- the event id. That is what makes replays and any reordering converge (docs/events.md).
 
 CREATE TABLE orders (
   order_id           INTEGER PRIMARY KEY,

@@ -83,7 +83,7 @@ const created = (
   },
 });
 
-/** Facts for the convergence rules of EVENTS.md, beside the seeded data set's (orders 1–300). */
+/** Facts for the convergence rules of docs/events.md, beside the seeded data set's (orders 1–300). */
 function convergenceFacts(removedArticle: { article_id: number; order_id: number }): DomainEvent[] {
   return [
     // a deletion after everything: order 1 disappears

@@ -7,7 +7,7 @@ import {
   serviceStates,
   type ServiceState,
 } from '../../src/lifecycle/states.js';
-import { lifecycleBlock, readmePath, readmeWithLifecycle } from '../../tools/lifecycle-diagram.js';
+import { lifecycleBlock, lifecycleDocPath, withLifecycle } from '../../tools/lifecycle-diagram.js';
 
 /**
  * The table as this test knows it, written out apart from the code's: a transition the code starts
@@ -60,10 +60,10 @@ describe('service states', () => {
   });
 });
 
-describe('the README state table and diagram', () => {
+describe('the state table and diagram of docs/architecture.md', () => {
   it('match the table in states.ts (run `npm run contracts` after changing it)', async () => {
-    const committed = readFileSync(readmePath, 'utf8');
+    const committed = readFileSync(lifecycleDocPath, 'utf8');
     expect(committed).toContain(lifecycleBlock().split('\n')[0]);
-    expect(committed).toBe(await readmeWithLifecycle(committed));
+    expect(committed).toBe(await withLifecycle(committed));
   }, 60_000);
 });

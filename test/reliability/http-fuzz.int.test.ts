@@ -1,7 +1,7 @@
 /**
  * Random requests against the API: paths, query strings (repeated keys,
  * unicode, huge numbers), Authorization headers (missing, malformed, very long).
- * Never a 5xx; every error is the Error object with the status DESIGN.md gives.
+ * Never a 5xx; every error is the Error object with the status docs/api.md gives.
  * FUZZ_RUNS sets the number of cases (npm run test:fuzz:long runs 10 000).
  */
 import fc from 'fast-check';
@@ -80,7 +80,7 @@ const authorization = fc.oneof(
     .map((n) => ({ kind: 'huge' as const, header: `Bearer ${'k'.repeat(n)}` })),
 );
 
-/** What DESIGN.md says the answer must be. */
+/** What docs/api.md says the answer must be. */
 function expectedStatus(
   p: { kind: 'orders' } | { kind: 'articles'; id: string } | { kind: 'other'; segment: string },
   params: [string, string][],
@@ -109,7 +109,7 @@ function expectedStatus(
 }
 
 describe('HTTP fuzz', () => {
-  it(`answers ${runs} random requests without a 5xx, each error an Error object with the status DESIGN.md gives`, async () => {
+  it(`answers ${runs} random requests without a 5xx, each error an Error object with the status docs/api.md gives`, async () => {
     const counts = new Map<number, number>();
     await fc.assert(
       fc.asyncProperty(path, query, authorization, async (p, params, auth) => {

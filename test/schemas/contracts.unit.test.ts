@@ -13,4 +13,14 @@ describe('committed contracts', () => {
   it('openapi.json matches the API route schemas (run `npm run contracts` after changing them)', async () => {
     expect(committed('openapi.json')).toBe(await openApiDocument());
   });
+
+  it('openapi.json names each operation, for client generators, and states its licence', () => {
+    const document = JSON.parse(committed('openapi.json')) as {
+      info: { license?: { name: string; identifier?: string } };
+      paths: Record<string, { get: { operationId?: string } }>;
+    };
+    const operationIds = Object.values(document.paths).map((path) => path.get.operationId);
+    expect(operationIds).toEqual(['listOrders', 'listOrderArticles']);
+    expect(document.info.license?.identifier).toMatch(/^LicenseRef-/);
+  });
 });

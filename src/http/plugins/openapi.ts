@@ -83,13 +83,20 @@ const ifNoneMatch = (): object => ({
   schema: { type: 'string' },
 });
 
-/** Per endpoint, the headers of its 200 beyond the validators. */
-const conditionalEndpoints: Record<string, () => Record<string, HeaderObject>> = {
-  [`${API_PREFIX}/orders`]: linkHeader,
-  [`${API_PREFIX}/orders/{id}/articles`]: () => ({}),
+/**
+ * Per endpoint, its `operationId` (client generators name their methods after it) and the headers
+ * of its 200 beyond the validators.
+ */
+const conditionalEndpoints: Record<
+  string,
+  { operationId: string; okHeaders: () => Record<string, HeaderObject> }
+> = {
+  [`${API_PREFIX}/orders`]: { operationId: 'listOrders', okHeaders: linkHeader },
+  [`${API_PREFIX}/orders/{id}/articles`]: { operationId: 'listOrderArticles', okHeaders: () => ({}) },
 };
 
 interface OperationObject {
+  operationId?: string;
   parameters?: unknown[];
   responses?: Record<string, { headers?: Record<string, HeaderObject> }>;
 }
@@ -99,9 +106,10 @@ interface OperationObject {
  * here rather than in the route schemas because a header schema would be validated on every request.
  */
 function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
-  for (const [path, okHeaders] of Object.entries(conditionalEndpoints)) {
+  for (const [path, { operationId, okHeaders }] of Object.entries(conditionalEndpoints)) {
     const operation = paths[path]?.get;
     if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
+    operation.operationId = operationId;
     operation.parameters = [...(operation.parameters ?? []), ifNoneMatch()];
     const ok = operation.responses?.['200'];
     const notModified = operation.responses?.['304'];
@@ -129,6 +137,9 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         title: 'External Orders API',
         version: '1.0.0',
         description: 'Read-only access to the press-release distribution orders of your organization.',
+        // The package is private and grants no licence; SPDX names a licence outside its list with
+        // a `LicenseRef-` identifier, which is what OpenAPI 3.1's `identifier` takes.
+        license: { name: 'Proprietary: no licence is granted', identifier: 'LicenseRef-Proprietary' },
       },
       servers: [{ url: '/' }],
       components: {
