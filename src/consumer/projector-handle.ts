@@ -30,6 +30,8 @@ export interface ProjectorSpec {
   onFetched?: () => void;
   /** how long the broker may hold a fetch that finds nothing, where `onFetched` is asked for */
   fetchMaxWaitMs?: number;
+  /** the file's commit counter in shared memory, moved around each commit (`commit-counter.ts`) */
+  commits?: Int32Array;
   /**
    * Aborted when its owner stops while the projector is still starting (a broker gone or frozen can
    * keep a consumer joining for minutes): the start is given up, and the promise rejects once

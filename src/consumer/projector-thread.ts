@@ -19,6 +19,7 @@ export interface ProjectorWorkerData {
   part?: RebuildPart;
   /** the topics it reads, by role (default: an orders model's, `orderModelRoles`) */
   roles?: readonly TopicRole[];
+  commits?: Int32Array;
   /** reports fetches that came back (`fetched`); the broker answers an empty fetch within `maxWaitMs` */
   fetches?: { maxWaitMs: number };
 }
@@ -79,6 +80,7 @@ export function startProjectorThread(
       giveWay: spec.giveWay,
       ...(spec.part === undefined ? {} : { part: spec.part }),
       ...(spec.roles === undefined ? {} : { roles: spec.roles }),
+      ...(spec.commits === undefined ? {} : { commits: spec.commits }),
       ...(spec.onFetched === undefined ? {} : { fetches: { maxWaitMs: spec.fetchMaxWaitMs ?? 500 } }),
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.

@@ -18,7 +18,8 @@ import { runProjection } from './projector.js';
 import { orderModelRoles } from '../../schemas/events.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
-const { file, groupId, config, requests, giveWay, part, roles, fetches } = workerData as ProjectorWorkerData;
+const { file, groupId, config, requests, giveWay, part, roles, fetches, commits } =
+  workerData as ProjectorWorkerData;
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
@@ -51,7 +52,7 @@ const consumedTopics = new Set(consumed.map((role) => config.topics[role]));
 const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
 // A revocation committed to the keys store survives an OS crash too: the store never moves back.
 if (consumed.includes('apiKeys')) db.pragma('synchronous = FULL');
-const writer = new ReadModelWriter(db, roleOfTopic(config.topics));
+const writer = new ReadModelWriter(db, roleOfTopic(config.topics), undefined, commits);
 const kafka = kafkaPortOf(config, logger);
 const skipsOf = new ModelFiles(config.dataDir);
 const pacer = new Pacer(requests, giveWay, {

@@ -1,8 +1,11 @@
 /**
- * Authentication's one rule: a key is answered from the keys store's committed state, read anew at
- * every request on a connection of the asking thread. Nothing is cached, so once any thread has
- * refused a key after its revocation, every later read, in every thread, sees that revocation too;
- * and the store only moves forward (`keys-store.ts`), so no later read sees an older state.
+ * Authentication's one rule: a key is answered from the keys store's committed state as it is now.
+ * A thread remembers an answer only while the store's commit counter (shared memory, moved by its
+ * writer around every commit: `read-model/commit-counter.ts`) is even and unchanged since before
+ * the answer was read; any commit since, or one under way, sends the next lookup to the file. So
+ * once any thread has refused a key after its revocation (the revocation is committed), every
+ * thread reads that commit at its next lookup; and the store only moves forward (`keys-store.ts`),
+ * so no later read sees an older state.
  *
  * While a successor store of a new projection version is built, the predecessor (frozen at its
  * positions) answers beside it: for each key the newer fact of the two counts, as the projection's
@@ -10,6 +13,7 @@
  */
 import { keysSql } from '../../projections/orders/sql.js';
 import { supersedes, type FactVersion } from '../../projections/orders/version.js';
+import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
 import { readsOf, type KeysRef } from '../read-model/read-view.js';
 import type { ApiReads, ReadModelReader } from '../read-model/reader.js';
@@ -43,32 +47,60 @@ function versionOf(row: KeyRow): FactVersion {
   return { at: row.v_at, sub: row.v_sub, rank: row.v_rank, id: row.v_id };
 }
 
+/** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
+const maxRemembered = 10_000;
+
 export class KeyLookup {
+  /** key SHA-256 → organization, active keys only, valid while the counter reads `rememberedAt` */
+  private readonly remembered = new Map<string, number>();
+  private rememberedAt: number | null = null;
+
   private constructor(
     private readonly store: StoreReads,
     private readonly predecessor: StoreReads | null,
+    /** the store's commit counter; none: nothing is remembered */
+    private readonly commits: CommitCounter | null,
   ) {}
 
   /** Read-only connections of this thread to the files `ref` names. */
   static open(ref: KeysRef): KeyLookup {
     const store = new StoreReads(openReadModel(ref.file, { readonly: true }));
-    if (ref.predecessor === null) return new KeyLookup(store, null);
+    if (ref.predecessor === null) return new KeyLookup(store, null, ref.commits);
     try {
       const predecessor = openReadModel(ref.predecessor, { readonly: true, anyProjectionVersion: true });
-      return new KeyLookup(store, new StoreReads(predecessor));
+      return new KeyLookup(store, new StoreReads(predecessor), ref.commits);
     } catch (error) {
       store.db.close();
       throw error;
     }
   }
 
-  /** A lookup in a database that holds the keys table (tests, and one-file tools). */
+  /** A lookup in a database that holds the keys table, remembering nothing (tests, one-file tools). */
   static of(db: ReadModelDatabase): KeyLookup {
-    return new KeyLookup(new StoreReads(db), null);
+    return new KeyLookup(new StoreReads(db), null, null);
   }
 
   /** The organization of an active key with this SHA-256, or null: unknown, revoked or malformed. */
   orgOfKeyHash(keySha256: string): number | null {
+    if (this.commits === null) return this.read(keySha256);
+    const before = settledCount(this.commits);
+    if (before !== this.rememberedAt) {
+      this.remembered.clear();
+      this.rememberedAt = before;
+    } else if (before !== null) {
+      const known = this.remembered.get(keySha256);
+      if (known !== undefined) return known;
+    }
+    const org = this.read(keySha256);
+    // Unknown keys are not remembered: a caller sending random keys cannot grow the cache.
+    if (org !== null && before !== null && settledCount(this.commits) === before) {
+      if (this.remembered.size >= maxRemembered) this.remembered.clear();
+      this.remembered.set(keySha256, org);
+    }
+    return org;
+  }
+
+  private read(keySha256: string): number | null {
     const predecessor = this.predecessor;
     if (predecessor === null) {
       return (this.store.activeByHash.get(keySha256) as KeyRow | undefined)?.org_id ?? null;

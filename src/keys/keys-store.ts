@@ -21,6 +21,7 @@ import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
 import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
 import type { Logger } from '../logger.js';
+import { newCommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, removeModelFile } from '../read-model/database.js';
 import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';
@@ -84,6 +85,7 @@ export class KeysStore {
   private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
   private readonly retiring = new Set<Promise<void>>();
   private starts = 0;
+  private readonly commits = newCommitCounter();
 
   constructor(private readonly options: KeysStoreOptions) {
     this.file = keysFile(options.dataDir);
@@ -143,6 +145,7 @@ export class KeysStore {
           roles: ['apiKeys'],
           giveWay: new Int32Array(new SharedArrayBuffer(4)),
           fetchMaxWaitMs: keysFetchMaxWaitMs,
+          commits: this.commits,
           onFetched: () => (this.fetchedAt = clock.now()),
           onBatch: (topic, partition, outcome) => this.applied(topic, partition, outcome),
           onUnreadable: (batch) => {
@@ -263,7 +266,12 @@ export class KeysStore {
 
   private newRef(): KeysRef {
     lastRefId += 1;
-    return { id: lastRefId, file: this.file, predecessor: this.predecessor?.file ?? null };
+    return {
+      id: lastRefId,
+      file: this.file,
+      predecessor: this.predecessor?.file ?? null,
+      commits: this.commits,
+    };
   }
 }
 

@@ -22,6 +22,8 @@ export interface KeysRef {
   file: string;
   /** the store of an older projection version, answering beside `file` until `file` has reached it */
   predecessor: string | null;
+  /** `file`'s commits (`commit-counter.ts`), moved by its writer: what a cache of keys rests on */
+  commits: Int32Array;
 }
 
 export interface ReadView {

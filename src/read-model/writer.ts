@@ -33,6 +33,7 @@ import type { DeadLetterReason, DecodedMessage } from './decoded.js';
 import { offsetKey, splitOffsetKey, type RawMessage } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';
 import { skipDetail, type OperatorSkip } from './operator-skips.js';
+import { counted, type CommitCounter } from './commit-counter.js';
 
 export type { RawMessage };
 
@@ -80,6 +81,8 @@ export class ReadModelWriter {
     private readonly db: ReadModelDatabase,
     private readonly roleOfTopic: (topic: string) => TopicRole | undefined,
     private readonly now: () => Date = () => new Date(),
+    /** moved around every commit, for caches of this file in other threads (`commit-counter.ts`) */
+    private readonly commits?: CommitCounter,
   ) {
     this.statements = Object.fromEntries(
       Object.entries(writeSql).map(([name, sql]) => [name, db.prepare(sql)]),
@@ -142,19 +145,22 @@ export class ReadModelWriter {
       this.offsets.set(key, from);
       return { from: null, next: from };
     }
-    this.db.transaction(() => {
-      this.statements.insertDeadLetter.run({
-        topic: skip.topic,
-        partition: skip.partition,
-        offset: from,
-        key: null,
-        value: null,
-        reason: 'skipped_by_operator' satisfies DeadLetterReason,
-        detail: skipDetail(from, skip).slice(0, maxDetailLength),
-        recordedAt: this.now().toISOString(),
-      });
-      this.statements.upsertOffset.run(skip.topic, skip.partition, skip.through + 1);
-    })();
+    counted(
+      this.commits,
+      this.db.transaction(() => {
+        this.statements.insertDeadLetter.run({
+          topic: skip.topic,
+          partition: skip.partition,
+          offset: from,
+          key: null,
+          value: null,
+          reason: 'skipped_by_operator' satisfies DeadLetterReason,
+          detail: skipDetail(from, skip).slice(0, maxDetailLength),
+          recordedAt: this.now().toISOString(),
+        });
+        this.statements.upsertOffset.run(skip.topic, skip.partition, skip.through + 1);
+      }),
+    );
     this.offsets.set(key, skip.through + 1);
     return { from, next: skip.through + 1 };
   }
@@ -232,7 +238,7 @@ export class ReadModelWriter {
       if (next !== stored) this.statements.upsertOffset.run(topic, partition, next);
     });
     try {
-      applyAll();
+      counted(this.commits, applyAll);
     } finally {
       this.batch.clear();
       for (const counter of this.counters) counter.deltas.clear();

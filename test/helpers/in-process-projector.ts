@@ -17,7 +17,7 @@ export function inProcessProjectors(
 ): StartProjector {
   return async (spec): Promise<RunningProjector> => {
     const db = openReadModel(spec.file);
-    const writer = new ReadModelWriter(db, roleOfTopic(topics));
+    const writer = new ReadModelWriter(db, roleOfTopic(topics), undefined, spec.commits);
     const roles = spec.roles ?? orderModelRoles;
     const read = new Set(roles.map((role) => topics[role]));
     const positions = new Map(

@@ -1,3 +1,4 @@
+import type { CommitCounter } from '../../src/read-model/commit-counter.js';
 import { keysFile } from '../../src/keys/keys-store.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { DAY_MS } from '../../projections/orders/listing.js';
@@ -17,14 +18,23 @@ export const testTopics: Record<TopicRole, string> = {
 };
 
 /** An in-memory read model (or the given file's) with a writer, fed events directly (no Kafka). */
-export function memoryReadModel(db: ReadModelDatabase = openReadModel(':memory:')): {
+export function memoryReadModel(
+  db: ReadModelDatabase = openReadModel(':memory:'),
+  /** moved around each commit, as the keys store's writer does (`commit-counter.ts`) */
+  commits?: CommitCounter,
+): {
   db: ReadModelDatabase;
   writer: ReadModelWriter;
   apply: (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]) => void;
   /** Applies the events in batches of up to `size` messages per topic, in the order given. */
   applyInBatches: (size: number, events: readonly DomainEvent[]) => void;
 } {
-  const writer = new ReadModelWriter(db, roleOfTopic(testTopics), () => new Date(Date.UTC(2026, 0, 1)));
+  const writer = new ReadModelWriter(
+    db,
+    roleOfTopic(testTopics),
+    () => new Date(Date.UTC(2026, 0, 1)),
+    commits,
+  );
   const nextOffset = new Map<string, number>();
   const apply = (...events: (DomainEvent | { role: TopicRole; raw: string | Buffer })[]): void => {
     for (const event of events) {

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/http/auth.js';
 import { KeyLookup } from '../../src/keys/key-lookup.js';
+import { newCommitCounter, type CommitCounter } from '../../src/read-model/commit-counter.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { apiKeyIssued, apiKeyRevoked, at } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
@@ -16,17 +17,26 @@ afterEach(() => {
   for (const o of opened.splice(0)) o.close();
 });
 
-/** A keys store file with a writer connection, as the keys consumer's thread has. */
-function storeFile(): { file: string; apply: ReturnType<typeof memoryReadModel>['apply'] } {
+/** A keys store file with a writer connection and its commit counter, as the keys consumer's thread has. */
+function storeFile(): {
+  file: string;
+  apply: ReturnType<typeof memoryReadModel>['apply'];
+  db: ReturnType<typeof openReadModel>;
+  commits: CommitCounter;
+} {
   n += 1;
   const file = join(root, `keys-${n}.sqlite`);
-  const model = memoryReadModel(openReadModel(file));
+  const commits = newCommitCounter();
+  const model = memoryReadModel(openReadModel(file), commits);
   opened.push(model.db);
-  return { file, apply: model.apply };
+  return { file, apply: model.apply, db: model.db, commits };
 }
 
-function lookup(file: string, predecessor: string | null = null): KeyLookup {
-  const l = KeyLookup.open({ id: n, file, predecessor });
+function lookup(
+  store: { file: string; commits: CommitCounter },
+  predecessor: string | null = null,
+): KeyLookup {
+  const l = KeyLookup.open({ id: n, file: store.file, predecessor, commits: store.commits });
   opened.push(l);
   return l;
 }
@@ -34,7 +44,7 @@ function lookup(file: string, predecessor: string | null = null): KeyLookup {
 describe('a key lookup', () => {
   it('sees a revocation committed by another connection at its next lookup', () => {
     const store = storeFile();
-    const reads = lookup(store.file);
+    const reads = lookup(store);
     store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     expect(reads.orgOfKeyHash(hash)).toBe(7);
     store.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
@@ -44,14 +54,42 @@ describe('a key lookup', () => {
   it('never accepts in one thread a key another thread has refused after its revocation', () => {
     // Two request threads, each with its own connection: both have answered the key before.
     const store = storeFile();
-    const first = lookup(store.file);
-    const second = lookup(store.file);
+    const first = lookup(store);
+    const second = lookup(store);
     store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     expect(first.orgOfKeyHash(hash)).toBe(7);
     expect(second.orgOfKeyHash(hash)).toBe(7);
     store.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
     expect(first.orgOfKeyHash(hash)).toBeNull();
     expect(second.orgOfKeyHash(hash)).toBeNull();
+  });
+
+  it('answers a key from memory while no commit has happened since it was read', () => {
+    const store = storeFile();
+    const reads = lookup(store);
+    store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    // a change behind the writer's back (no commit counted) is not seen: the answer was remembered
+    store.db.prepare('DELETE FROM api_keys').run();
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    // a counted commit, of anything, makes every thread read again
+    store.apply(apiKeyIssued('k8', 8, newHash, { occurred_at: at(1) }));
+    expect(reads.orgOfKeyHash(hash)).toBeNull();
+  });
+
+  it('remembers nothing while a commit may be under way, or after a writer died inside one', () => {
+    const store = storeFile();
+    const reads = lookup(store);
+    store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    // the writer's thread died inside a transaction: the counter stays odd
+    Atomics.add(store.commits, 0, 1);
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    store.db.prepare('DELETE FROM api_keys').run();
+    expect(reads.orgOfKeyHash(hash)).toBeNull();
+    // its successor's next transaction ends: remembering starts again
+    store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(3) }));
+    expect(Atomics.load(store.commits, 0) % 2).toBe(0);
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
   });
 });
 
@@ -62,14 +100,14 @@ describe('a key lookup while a successor store is built beside its predecessor',
     predecessor.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
     const successor = storeFile();
     successor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(hash)).toBeNull();
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBeNull();
   });
 
   it('accepts a key the predecessor holds issued before the successor has read it', () => {
     const predecessor = storeFile();
     predecessor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     const successor = storeFile();
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(hash)).toBe(7);
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBe(7);
   });
 
   it('refuses a key the successor has read revoked after the predecessor was frozen', () => {
@@ -77,7 +115,7 @@ describe('a key lookup while a successor store is built beside its predecessor',
     predecessor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     const successor = storeFile();
     successor.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(hash)).toBeNull();
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBeNull();
   });
 
   it('answers the newer fact of the two stores: a key issued again with a new hash', () => {
@@ -85,7 +123,7 @@ describe('a key lookup while a successor store is built beside its predecessor',
     predecessor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     const successor = storeFile();
     successor.apply(apiKeyIssued('k7', 7, newHash, { occurred_at: at(3) }));
-    const reads = lookup(successor.file, predecessor.file);
+    const reads = lookup(successor, predecessor.file);
     expect(reads.orgOfKeyHash(hash)).toBeNull();
     expect(reads.orgOfKeyHash(newHash)).toBe(7);
   });
@@ -95,7 +133,7 @@ describe('a key lookup while a successor store is built beside its predecessor',
     predecessor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(5) }));
     const successor = storeFile();
     successor.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(hash)).toBe(7);
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBe(7);
   });
 
   it('answers an equal fact held by both', () => {
@@ -103,7 +141,7 @@ describe('a key lookup while a successor store is built beside its predecessor',
     const successor = storeFile();
     for (const store of [predecessor, successor])
       store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1), event_id: 'e1' }));
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(hash)).toBe(7);
-    expect(lookup(successor.file, predecessor.file).orgOfKeyHash(sha256Hex('unknown'))).toBeNull();
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBe(7);
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(sha256Hex('unknown'))).toBeNull();
   });
 });
