@@ -67,7 +67,7 @@ export interface KeysStoreOptions {
 const keysFetchMaxWaitMs = 500;
 const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
 /** A start of the keys consumer still under way after this long is given up and tried again. */
-const keysStartTimeoutMs = 10_000;
+const keysStartTimeoutMs = 30_000;
 let lastRefId = 0;
 
 export class KeysStore {
