@@ -10,10 +10,6 @@
  * not fetched for `stallMs`, and a start that takes longer than `keysStartTimeoutMs` is given up and
  * tried again, whatever the client's own retry schedule.
  */
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { writeSql } from '../../projections/orders/sql.js';
-import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { RunningProjector, StartProjector } from '../consumer/projector-handle.js';
 import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
@@ -22,27 +18,14 @@ import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readine
 import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
 import type { Logger } from '../logger.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
-import { openReadModel, removeModelFile } from '../read-model/database.js';
+import { removeModelFile } from '../read-model/database.js';
 import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { KeyLookup, type KeysRef } from './key-lookup.js';
+import { hasReachedAll, keysFile, openKeysFiles, storedPositions } from './keys-files.js';
 import { keysReadiness } from './keys-readiness.js';
 
-const keysFilePattern = /^keys-v(\d+)\.sqlite$/;
-
-/** The keys store of a projection version in `dataDir`. */
-export function keysFile(dataDir: string, version: number = PROJECTION_VERSION): string {
-  return join(dataDir, `keys-v${version}.sqlite`);
-}
-
-/** The projection versions of the keys stores in `dataDir`, oldest first. */
-export function keysStoreVersions(dataDir: string): number[] {
-  return readdirSync(dataDir)
-    .map((name) => keysFilePattern.exec(name)?.[1])
-    .filter((version) => version !== undefined)
-    .map(Number)
-    .sort((a, b) => a - b);
-}
+export { keysFile };
 
 export interface KeysStoreOptions {
   dataDir: string;
@@ -88,28 +71,9 @@ export class KeysStore {
   private readonly commits = newCommitCounter();
 
   constructor(private readonly options: KeysStoreOptions) {
-    this.file = keysFile(options.dataDir);
-    const fresh = !existsSync(this.file);
-    const older = keysStoreVersions(options.dataDir).filter((v) => v < PROJECTION_VERSION);
-    // Creates the file with this version's schema, or checks an existing one is of it.
-    openReadModel(this.file).close();
-    const newest = older.at(-1);
-    for (const version of older) {
-      if (version !== newest || !fresh) removeModelFile(keysFile(options.dataDir, version));
-    }
-    if (fresh && newest !== undefined) {
-      const file = keysFile(options.dataDir, newest);
-      this.predecessor = { file, positions: storedPositions(file, true) };
-      options.logger.info(
-        { file: this.file, predecessor: file },
-        'building the keys store of this projection version; its predecessor answers beside it until reached',
-      );
-    } else if (fresh) {
-      options.logger.info(
-        { file: this.file },
-        'a new keys store: every key is refused until it has read the keys topic',
-      );
-    }
+    const files = openKeysFiles(options.dataDir, options.logger);
+    this.file = files.file;
+    this.predecessor = files.predecessor;
     this.ref_ = this.newRef();
     this.lookup_ = KeyLookup.open(this.ref_);
   }
@@ -171,7 +135,7 @@ export class KeysStore {
 
   /** Positions of the keys topic as committed with the store. */
   positions(): Positions {
-    return this.supervisor?.running()?.positions() ?? storedPositions(this.file, false);
+    return this.supervisor?.running()?.positions() ?? storedPositions(this.file);
   }
 
   /** Records the keys topic's lag from the end offsets of a lag check. */
@@ -272,27 +236,5 @@ export class KeysStore {
       predecessor: this.predecessor?.file ?? null,
       commits: this.commits,
     };
-  }
-}
-
-function hasReachedAll(positions: Positions, target: Positions): boolean {
-  for (const [key, next] of target) if ((positions.get(key) ?? -1) < next) return false;
-  return true;
-}
-
-function storedPositions(file: string, anyProjectionVersion: boolean): Positions {
-  const db = openReadModel(file, { readonly: true, anyProjectionVersion });
-  try {
-    const positions = new Map<string, number>();
-    for (const row of db.prepare(writeSql.selectOffsets).all() as {
-      topic: string;
-      partition: number;
-      next_offset: number;
-    }[]) {
-      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
-    }
-    return positions;
-  } finally {
-    db.close();
   }
 }

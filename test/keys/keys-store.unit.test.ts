@@ -33,6 +33,30 @@ const orgOf = (f: LifecycleFixture, org: number): number | null =>
 const revokeKeyOf = (org: number, minutes: number): DomainEvent =>
   apiKeyRevoked(`test-api-key-of-org-${org}`, { occurred_at: at(minutes) });
 
+/** A keys store of projection version 1 in `dir` that has read `events` at the offsets the fixture's broker gives them. */
+function predecessorWith(dir: string, events: readonly DomainEvent[]): string {
+  mkdirSync(dir, { recursive: true });
+  const predecessor = keysFile(dir, 1);
+  const stored = memoryReadModel(openReadModel(predecessor));
+  const partitions = new MemoryKafka([]);
+  const offsets = new Map<number, number>();
+  for (const event of events) {
+    const key = `test-api-key-of-org-${event.type === 'api_key.issued' ? event.data.organization_id : 1}`;
+    const partition = partitions.partitionOf(key);
+    const offset = offsets.get(partition) ?? 0;
+    offsets.set(partition, offset + 1);
+    const message = {
+      offset: String(offset),
+      key: Buffer.from(key),
+      value: Buffer.from(JSON.stringify(event)),
+    };
+    stored.writer.applyBatch(testTopics.apiKeys, partition, decodeBatch('apiKeys', [message]), offset + 1);
+  }
+  stored.db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
+  stored.db.close();
+  return predecessor;
+}
+
 describe('the keys store', () => {
   it('keeps a revocation through a restart with the broker down and a switch to a proposal', async () => {
     const dir = dataDir();
@@ -168,28 +192,8 @@ describe('the keys store', () => {
 
   it('answers with its predecessor of an older projection version until it has reached it, then retires it', async () => {
     const dir = dataDir();
-    mkdirSync(dir, { recursive: true });
     const events = [issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), revokeKeyOf(1, 2)];
-    // The predecessor, of projection version 1, has read the same three events at the same offsets.
-    const predecessor = keysFile(dir, 1);
-    const stored = memoryReadModel(openReadModel(predecessor));
-    const partitions = new MemoryKafka([]);
-    const offsets = new Map<number, number>();
-    for (const event of events) {
-      const key = `test-api-key-of-org-${event.type === 'api_key.issued' ? event.data.organization_id : 1}`;
-      const partition = partitions.partitionOf(key);
-      const offset = offsets.get(partition) ?? 0;
-      offsets.set(partition, offset + 1);
-      const message = {
-        offset: String(offset),
-        key: Buffer.from(key),
-        value: Buffer.from(JSON.stringify(event)),
-      };
-      stored.writer.applyBatch(testTopics.apiKeys, partition, decodeBatch('apiKeys', [message]), offset + 1);
-    }
-    stored.db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
-    stored.db.close();
-
+    const predecessor = predecessorWith(dir, events);
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
     const f = lifecycleFixture(dir, { beforeBatch: (file) => (file === keysFile(dir) ? held : undefined) });
@@ -205,5 +209,31 @@ describe('the keys store', () => {
     await waitUntil('the predecessor is retired', () => !existsSync(predecessor));
     expect(orgOf(f, 1)).toBeNull();
     expect(orgOf(f, 2)).toBe(2);
+  });
+
+  it('keeps its predecessor across a restart while it has not reached it', async () => {
+    const dir = dataDir();
+    const events = [issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), revokeKeyOf(1, 2)];
+    const predecessor = predecessorWith(dir, events);
+    // The successor reads nothing before the service stops.
+    const first = lifecycleFixture(dir, {
+      beforeBatch: (file) => (file === keysFile(dir) ? new Promise<void>(() => undefined) : undefined),
+    });
+    first.kafka.breakDown();
+    started(first);
+    await first.lifecycle.stop();
+    running.splice(running.indexOf(first), 1);
+
+    const second = lifecycleFixture(dir);
+    second.kafka.breakDown();
+    started(second);
+    expect(existsSync(predecessor)).toBe(true);
+    expect(orgOf(second, 1)).toBeNull();
+    expect(orgOf(second, 2)).toBe(2);
+    second.publish(events);
+    second.kafka.recover();
+    await waitUntil('the predecessor is retired', () => !existsSync(predecessor));
+    expect(orgOf(second, 1)).toBeNull();
+    expect(orgOf(second, 2)).toBe(2);
   });
 });

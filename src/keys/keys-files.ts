@@ -1,0 +1,84 @@
+/**
+ * The keys store's files in a data directory: `keys-v<projection version>.sqlite`, and the store of
+ * an older version that answers beside it until it has been reached. The older store is kept, across
+ * restarts too, for as long as this version's store has not reached it on every partition.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeSql } from '../../projections/orders/sql.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { offsetKey, type Positions } from '../kafka/port.js';
+import type { Logger } from '../logger.js';
+import { openReadModel, removeModelFile } from '../read-model/database.js';
+
+const keysFilePattern = /^keys-v(\d+)\.sqlite$/;
+
+/** The keys store of a projection version in `dataDir`. */
+export function keysFile(dataDir: string, version: number = PROJECTION_VERSION): string {
+  return join(dataDir, `keys-v${version}.sqlite`);
+}
+
+/** The projection versions of the keys stores in `dataDir`, oldest first. */
+export function keysStoreVersions(dataDir: string): number[] {
+  return readdirSync(dataDir)
+    .map((name) => keysFilePattern.exec(name)?.[1])
+    .filter((version) => version !== undefined)
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
+/** True when `positions` has reached `target` on every partition `target` has read. */
+export function hasReachedAll(positions: Positions, target: Positions): boolean {
+  for (const [key, next] of target) if ((positions.get(key) ?? -1) < next) return false;
+  return true;
+}
+
+export function storedPositions(file: string, anyProjectionVersion = false): Positions {
+  const db = openReadModel(file, { readonly: true, anyProjectionVersion });
+  try {
+    const positions = new Map<string, number>();
+    for (const row of db.prepare(writeSql.selectOffsets).all() as {
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }[]) {
+      positions.set(offsetKey(row.topic, row.partition), row.next_offset);
+    }
+    return positions;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Creates this version's store if there is none (or checks the one there is of this version), and
+ * picks its predecessor: the newest older store, while this one has not reached it. Older stores
+ * than that, and a predecessor already reached, are removed.
+ */
+export function openKeysFiles(
+  dataDir: string,
+  logger: Logger,
+): { file: string; predecessor: { file: string; positions: Positions } | null } {
+  const file = keysFile(dataDir);
+  const older = keysStoreVersions(dataDir).filter((version) => version < PROJECTION_VERSION);
+  const fresh = !older.length && !keysStoreVersions(dataDir).includes(PROJECTION_VERSION);
+  openReadModel(file).close();
+  const newest = older.pop();
+  for (const version of older) removeModelFile(keysFile(dataDir, version));
+  if (newest === undefined) {
+    if (fresh)
+      logger.info({ file }, 'a new keys store: every key is refused until it has read the keys topic');
+    return { file, predecessor: null };
+  }
+  const previous = keysFile(dataDir, newest);
+  const positions = storedPositions(previous, true);
+  if (hasReachedAll(storedPositions(file), positions)) {
+    removeModelFile(previous);
+    return { file, predecessor: null };
+  }
+  logger.info(
+    { file, predecessor: previous },
+    'building the keys store of this projection version; its predecessor answers beside it until reached',
+  );
+  return { file, predecessor: { file: previous, positions } };
+}
