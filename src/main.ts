@@ -3,7 +3,7 @@
  * The composition root: it reads the environment once, creates the root
  * logger and hands both to the command.
  */
-import { ModelFiles } from './read-model/files.js';
+import { ModelFiles, PointerBroken } from './read-model/files.js';
 import { hostname, userInfo } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
@@ -284,6 +284,11 @@ async function main(argv: string[]): Promise<number> {
     if (error instanceof ConfigError || error instanceof SnapshotRefused) {
       console.error(error.message);
       return 2;
+    }
+    if (error instanceof PointerBroken) {
+      // The data directory needs the operator's hand; the message says what to do.
+      console.error(`${found.name} failed: ${error.message}`);
+      return 1;
     }
     logger.fatal({ err: error }, `${found.name} failed`);
     console.error(`${found.name} failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -35,6 +35,11 @@ export type { LockHolder } from './lease-lock.js';
 const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
 
+/** A pointer (`CURRENT`, `NEXT`) that names no model file of the directory. */
+export class PointerBroken extends Error {
+  readonly code = 'POINTER_BROKEN';
+}
+
 export class RebuildLocked extends Error {
   readonly code = 'REBUILD_LOCKED';
 }
@@ -53,20 +58,53 @@ export class ModelFiles {
     this.skipsPath = join(dir, 'skipped-batches.json');
   }
 
-  /** Absolute path of the served generation, or null before the first one exists. */
+  /**
+   * Absolute path of the served generation, or null when there is no `CURRENT` (before the first
+   * one exists). Throws PointerBroken when `CURRENT` names no model file of the directory.
+   */
   currentFile(): string | null {
-    return this.readPointer(this.pointerPath);
+    return this.readPointer(
+      this.pointerPath,
+      'restore that file, or write the name of the model to serve into CURRENT; remove CURRENT only to start again from an empty model that replays every topic',
+    );
   }
 
-  /** The candidate a rebuild proposed, or null. */
+  /** The candidate a rebuild proposed, or null. Throws PointerBroken when `NEXT` names no model file. */
   nextFile(): string | null {
-    return this.readPointer(this.nextPointerPath);
+    return this.readPointer(
+      this.nextPointerPath,
+      'remove NEXT to propose nothing, or propose the file again (rebuild)',
+    );
   }
 
-  private readPointer(path: string): string | null {
-    if (!existsSync(path)) return null;
-    const name = readFileSync(path, 'utf8').trim();
-    return generationPattern.test(name) && existsSync(join(this.dir, name)) ? join(this.dir, name) : null;
+  /**
+   * Checks both pointers before a service opens anything: one that names a missing file, or holds
+   * a name that is no model file's, is an operator's mistake or a damaged directory, and guessing
+   * (an empty model, no proposal) would hide the real model.
+   */
+  checkPointers(): void {
+    this.currentFile();
+    this.nextFile();
+  }
+
+  private readPointer(path: string, whatToDo: string): string | null {
+    const name = this.pointerName(path);
+    if (name === null) return null;
+    if (!generationPattern.test(name)) {
+      throw new PointerBroken(
+        `${path} holds '${name}', which is not the name of a model file (model-….sqlite): ${whatToDo}.`,
+      );
+    }
+    const file = join(this.dir, name);
+    if (!existsSync(file)) {
+      throw new PointerBroken(`${path} names ${name}, which does not exist in ${this.dir}: ${whatToDo}.`);
+    }
+    return file;
+  }
+
+  /** What a pointer file says, trimmed; null when it does not exist. */
+  private pointerName(path: string): string | null {
+    return existsSync(path) ? readFileSync(path, 'utf8').trim() : null;
   }
 
   /** A fresh path for a generation that is being built. */
@@ -100,7 +138,8 @@ export class ModelFiles {
 
   /** Withdraws the proposal when it still names `file`. */
   clearNext(file: string): void {
-    if (this.nextFile() === file) rmSync(this.nextPointerPath, { force: true });
+    if (this.pointerName(this.nextPointerPath) === basename(file))
+      rmSync(this.nextPointerPath, { force: true });
   }
 
   /** The batches operators have skipped (`skip-batch`), oldest first; every build honours them. */
