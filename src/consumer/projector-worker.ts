@@ -64,7 +64,10 @@ const starting: Promise<Consumption> = runProjectionKeysApart({
   maxMessageBytes: config.limits.messageBytes,
   onBatch: (batch) => post({ type: 'batch', ...batch }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
-  operatorSkips: () => skipsOf.operatorSkips(),
+  operatorSkips: () =>
+    skipsOf.operatorSkips({
+      onImport: (report) => logger.warn(report, 'imported the skips of skipped-batches.json'),
+    }),
   afterBatch: (startedAt) => {
     const ms = pacer.pauseAfterBatch(startedAt, performance.now());
     return ms > 0 ? pause(giveWay, ms) : undefined;

@@ -29,6 +29,7 @@ import {
 } from './lease-lock.js';
 import { removeModelFile } from './database.js';
 import type { OperatorSkip } from './operator-skips.js';
+import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
 
 export type { LockHolder } from './lease-lock.js';
 
@@ -55,7 +56,7 @@ export class ModelFiles {
     this.pointerPath = join(dir, 'CURRENT');
     this.nextPointerPath = join(dir, 'NEXT');
     this.lockPath = join(dir, 'rebuild.lock');
-    this.skipsPath = join(dir, 'skipped-batches.json');
+    this.skipsPath = join(dir, skipRecordName);
   }
 
   /**
@@ -142,21 +143,20 @@ export class ModelFiles {
       rmSync(this.nextPointerPath, { force: true });
   }
 
-  /** The batches operators have skipped (`skip-batch`), oldest first; every build honours them. */
-  operatorSkips(): OperatorSkip[] {
-    if (!existsSync(this.skipsPath)) return [];
-    const parsed = JSON.parse(readFileSync(this.skipsPath, 'utf8')) as unknown;
-    if (!Array.isArray(parsed)) throw new Error(`${this.skipsPath} is not a list of skipped batches`);
-    return parsed as OperatorSkip[];
+  /**
+   * The batches operators have skipped (`skip-batch`), oldest first (`skip-record.ts`); every build
+   * moves past each when it meets it.
+   */
+  operatorSkips(options: SkipRecordOptions = {}): OperatorSkip[] {
+    return recordedSkips(this.dir, options);
   }
 
-  /** Records an operator's skip for every build to come; a skip already recorded is not repeated. */
-  recordOperatorSkip(skip: OperatorSkip): void {
-    const skips = this.operatorSkips();
-    const same = (s: OperatorSkip): boolean =>
-      s.topic === skip.topic && s.partition === skip.partition && s.through === skip.through;
-    if (skips.some(same)) return;
-    this.writeDurably(this.skipsPath, `${JSON.stringify([...skips, skip], null, 1)}\n`);
+  /** Records an operator's skip for every build to come; a batch recorded already is not added again. */
+  recordOperatorSkip(
+    skip: OperatorSkip,
+    options: SkipRecordOptions = {},
+  ): { recorded: OperatorSkip; added: boolean } {
+    return recordSkip(this.dir, skip, options);
   }
 
   private writePointer(path: string, file: string): void {

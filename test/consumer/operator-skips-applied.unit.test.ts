@@ -31,8 +31,8 @@ describe('operator skips met by a build', () => {
     // A new replica: the operator records the skips newest first, as `dead-letters list` prints them.
     const files = new ModelFiles(join(dir, 'data'));
     const skip = { topic: testTopics.orders, partition: 0, reason: 'padded', by: 'ops@h', at: 'now' };
-    files.recordOperatorSkip({ ...skip, from: null, through: 511 });
-    files.recordOperatorSkip({ ...skip, from: null, through: 110 });
+    files.recordOperatorSkip({ ...skip, firstOffset: 500, lastOffset: 511 });
+    files.recordOperatorSkip({ ...skip, firstOffset: 100, lastOffset: 110 });
 
     const { db, writer } = memoryReadModel();
     const consumption = await runProjection({

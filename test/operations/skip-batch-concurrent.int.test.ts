@@ -24,6 +24,8 @@ describe('skip-batch runs at once', () => {
             'pr.orders',
             '--partition',
             String(partition),
+            '--from',
+            '4',
             '--through',
             '5',
             '--reason',
