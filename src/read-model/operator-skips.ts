@@ -30,16 +30,6 @@ export interface OperatorSkip {
 /** The batch a skip names. */
 export type SkippedBatch = Pick<OperatorSkip, 'topic' | 'partition' | 'firstOffset' | 'lastOffset'>;
 
-/** Whether two skips name the same batch. */
-export function sameBatch(a: SkippedBatch, b: SkippedBatch): boolean {
-  return (
-    a.topic === b.topic &&
-    a.partition === b.partition &&
-    a.firstOffset === b.firstOffset &&
-    a.lastOffset === b.lastOffset
-  );
-}
-
 /**
  * The recorded skip that names exactly the unreadable batch a consumer met, if any. A batch whose
  * header could not be read (`lastOffset` null) is never skipped: where it ends is unknown, so no
@@ -49,9 +39,13 @@ export function skipOf(
   skips: readonly OperatorSkip[],
   batch: Pick<UnreadableBatch, 'topic' | 'partition' | 'offset' | 'lastOffset'>,
 ): OperatorSkip | undefined {
-  const { lastOffset } = batch;
-  if (lastOffset === null) return undefined;
-  return skips.find((s) => sameBatch(s, { ...batch, firstOffset: batch.offset, lastOffset }));
+  return skips.find(
+    (s) =>
+      s.topic === batch.topic &&
+      s.partition === batch.partition &&
+      s.firstOffset === batch.offset &&
+      s.lastOffset === batch.lastOffset,
+  );
 }
 
 /**
@@ -116,7 +110,14 @@ export function operatorSkipsIn(db: ReadModelDatabase): OperatorSkip[] {
   return rows.flatMap((row) => {
     const parsed = skipDetailPattern.exec(row.detail);
     if (parsed === null) return [];
-    const [, first = '', last, by = '', reason = ''] = parsed;
+    // the pattern's groups all match but the last offset's
+    const [, first, last, by, reason] = parsed as unknown as [
+      string,
+      string,
+      string | undefined,
+      string,
+      string,
+    ];
     const firstOffset = Number(first);
     const lastOffset = last === undefined ? firstOffset : Number(last);
     return [

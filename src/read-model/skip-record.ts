@@ -62,13 +62,19 @@ export interface SkipRecordOptions {
   onImport?: (report: LegacyImport) => void;
 }
 
+/** A connection to the directory's record file (created if missing), in WAL mode, waiting for locks. */
+export function openSkipRecord(dir: string): Database.Database {
+  const db = new Database(join(dir, skipRecordName), { timeout: busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  // A recorded skip must survive a power loss once the command has said it is recorded.
+  db.pragma('synchronous = FULL');
+  return db;
+}
+
 /** Runs `work` on the directory's record, created (and upgraded) on first use, closed afterwards. */
 function withRecord<T>(dir: string, options: SkipRecordOptions, work: (db: Database.Database) => T): T {
-  const db = new Database(join(dir, skipRecordName), { timeout: busyTimeoutMs });
+  const db = openSkipRecord(dir);
   try {
-    db.pragma('journal_mode = WAL');
-    // A recorded skip must survive a power loss once the command has said it is recorded.
-    db.pragma('synchronous = FULL');
     const report = db
       .transaction(() => {
         db.exec(schema);
@@ -186,7 +192,8 @@ export function legacySkip(entry: unknown): OperatorSkip | null {
   };
 }
 
-function renameLegacy(dir: string): void {
+/** Renames `skipped-batches.json` once imported; one renamed by another process already is no error. */
+export function renameLegacy(dir: string): void {
   try {
     renameSync(join(dir, legacySkipsName), join(dir, `${legacySkipsName}.imported`));
   } catch (error) {

@@ -3,6 +3,7 @@
  * tells the operator about each model of the data directory (served in CURRENT, proposed in NEXT).
  * A snapshot carries the skips its model applied to the new replica's record.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
@@ -150,6 +151,27 @@ describe('skip-batch', () => {
       skipBatchLines({ ...again, models: [], added: true, skip: { ...again.skip, firstOffset: 21 } }, 'R')[0],
     ).toBe('Recorded in R: orders partition 0, the record batch at offset 21, skipped by ops@h: padded');
     expect(ctx.files.operatorSkips().map((s) => s.reason)).toEqual(['first', 'padded']);
+  });
+
+  it('reports the skips it imported from a skipped-batches.json of an older version', () => {
+    const ctx = context();
+    const warnings: unknown[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+    mkdirSync(ctx.dataDir, { recursive: true });
+    writeFileSync(
+      join(ctx.dataDir, 'skipped-batches.json'),
+      JSON.stringify([
+        { topic: orders, partition: 0, from: null, through: 3, reason: 'r', by: 'b', at: 't' },
+      ]),
+    );
+    skipBatch({ ...ctx, logger }, input(), when);
+    expect(warnings).toMatchObject([
+      {
+        imported: 0,
+        leftOut: [{ from: null, through: 3 }],
+        msg: 'imported the skips of skipped-batches.json',
+      },
+    ]);
   });
 
   it('leaves a new replica restored from a snapshot with the skips its model applied', () => {

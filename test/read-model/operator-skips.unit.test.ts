@@ -9,7 +9,6 @@ import {
   maxReasonLength,
   operatorSkipsIn,
   placeOf,
-  sameBatch,
   skipDetail,
   skipOf,
   skipProblem,
@@ -54,14 +53,6 @@ describe('the batch a recorded skip applies to', () => {
 
   it('is never a batch whose header could not be read: where it ends is unknown', () => {
     expect(skipOf([skip()], { ...met, lastOffset: null })).toBeUndefined();
-  });
-
-  it('compares every part of the batch', () => {
-    expect(sameBatch(skip(), skip({ reason: 'other', by: 'x@y', at: '' }))).toBe(true);
-    expect(sameBatch(skip(), skip({ topic: 'other' }))).toBe(false);
-    expect(sameBatch(skip(), skip({ partition: 2 }))).toBe(false);
-    expect(sameBatch(skip(), skip({ firstOffset: 5 }))).toBe(false);
-    expect(sameBatch(skip(), skip({ lastOffset: 10 }))).toBe(false);
   });
 });
 

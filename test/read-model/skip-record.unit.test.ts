@@ -11,8 +11,10 @@ import { ModelFiles } from '../../src/read-model/files.js';
 import type { OperatorSkip } from '../../src/read-model/operator-skips.js';
 import {
   legacySkip,
+  openSkipRecord,
   recordedSkips,
   recordSkip,
+  renameLegacy,
   type LegacyImport,
 } from '../../src/read-model/skip-record.js';
 import { tempDir } from '../helpers/temp.js';
@@ -114,6 +116,29 @@ describe('the record of operator skips', () => {
     recordSkip(dir, skip({ partition: 5 }), { onImport: (r) => reports.push(r) });
     expect(reports).toHaveLength(1);
     expect(recordedSkips(dir)).toHaveLength(3);
+  });
+
+  it('opens its file durably: WAL, synchronous FULL, waiting 30 s for another writer', () => {
+    const dir = newDir();
+    const db = openSkipRecord(dir);
+    try {
+      expect(db.name).toBe(join(dir, 'operator-skips.sqlite'));
+      expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+      expect(db.pragma('synchronous', { simple: true })).toBe(2);
+      expect(db.pragma('busy_timeout', { simple: true })).toBe(30_000);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('renames skipped-batches.json once imported, and takes one renamed by another process as done', () => {
+    const dir = newDir();
+    expect(() => renameLegacy(dir)).not.toThrow();
+    writeFileSync(join(dir, 'skipped-batches.json'), '[]');
+    // a rename that fails for another reason is not hidden
+    mkdirSync(join(dir, 'skipped-batches.json.imported', 'in-the-way'), { recursive: true });
+    expect(() => recordedSkips(dir)).toThrow(/ENOTEMPTY|EISDIR|EEXIST/);
+    expect(existsSync(join(dir, 'skipped-batches.json'))).toBe(true);
   });
 
   it('imports a file left by a process that died after importing it without adding anything twice', () => {
