@@ -92,7 +92,6 @@ export function skipDetail(skip: Pick<OperatorSkip, 'firstOffset' | 'lastOffset'
       : `offsets ${skip.firstOffset}–${skip.lastOffset}`;
   return `${offsets} skipped by ${skip.by}: ${skip.reason}`;
 }
-const skipDetailPattern = /^offsets? (\d+)(?:–(\d+))? skipped by (\S+): ([\s\S]*)$/;
 
 /**
  * The operators' skips a model records as dead letters (`skipped_by_operator`), so that a snapshot
@@ -108,7 +107,8 @@ export function operatorSkipsIn(db: ReadModelDatabase): OperatorSkip[] {
     recorded_at: string;
   }[];
   return rows.flatMap((row) => {
-    const parsed = skipDetailPattern.exec(row.detail);
+    // what skipDetail writes
+    const parsed = /^offsets? (\d+)(?:–(\d+))? skipped by (\S+): ([\s\S]*)$/.exec(row.detail);
     if (parsed === null) return [];
     // the pattern's groups all match but the last offset's
     const [, first, last, by, reason] = parsed as unknown as [
