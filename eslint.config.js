@@ -16,7 +16,16 @@ const otelLoadedLazily = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'coverage/**', '.kafka-local/**', 'dist/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      'coverage/**',
+      '.kafka-local/**',
+      'dist/**',
+      'reports/**',
+      '.stryker-tmp/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -2,17 +2,22 @@ import { defineConfig } from 'vitest/config';
 
 const campaign = 'test/reliability/campaign.int.test.ts';
 
+/** The unit tests: no broker, no service process of their own. Mutation testing runs these alone. */
+export const unitTests = {
+  include: ['test/**/*.unit.test.ts'],
+  setupFiles: ['test/helpers/no-process-warnings.ts'],
+  // Property tests and spawned processes take seconds on a loaded 2-core machine: a bound
+  // on time here only measures the machine (figures belong in bench/).
+  testTimeout: 30_000,
+};
+
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: 'unit',
-          include: ['test/**/*.unit.test.ts'],
-          setupFiles: ['test/helpers/no-process-warnings.ts'],
-          // Property tests and spawned processes take seconds on a loaded 2-core machine: a bound
-          // on time here only measures the machine (figures belong in bench/).
-          testTimeout: 30_000,
+          ...unitTests,
           sequence: { groupOrder: 0 },
         },
       },

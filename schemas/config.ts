@@ -18,6 +18,18 @@ const decimalFraction = z
 /** 1–65535; 0 asks the system for any free port (tests and tools). */
 const port = decimalInteger.pipe(z.number().max(65_535));
 const positiveInt = decimalInteger.pipe(z.number().positive());
+/** The longest delay a Node timer honours: setTimeout and setInterval run a longer one after 1 ms. */
+export const maxTimerMs = 2_147_483_647;
+/** A duration in milliseconds that some timer waits for (every *_MS setting, and OTel's batch delays). */
+const timerMs = (schema: z.ZodType<number, string>) =>
+  schema.pipe(
+    z
+      .number()
+      .max(
+        maxTimerMs,
+        `must be at most ${maxTimerMs} ms (about 24.8 days): Node runs a longer timer after 1 ms`,
+      ),
+  );
 
 /**
  * OpenTelemetry's variables keep the meaning the OpenTelemetry specification gives them
@@ -73,7 +85,7 @@ export const ServiceEnv = z.object({
   KAFKA_CLIENT_ID: z.string().min(1).default('orders-read-model'),
   /** Unique per replica: every replica consumes every partition into its own file. */
   KAFKA_GROUP_ID: z.string().min(1).optional(),
-  KAFKA_SESSION_TIMEOUT_MS: decimalInteger.pipe(z.number().min(1000)).default(10_000),
+  KAFKA_SESSION_TIMEOUT_MS: timerMs(decimalInteger.pipe(z.number().min(1000))).default(10_000),
   /** codec of what this service publishes (`keys issue`, `keys revoke`, `demo-data`); every codec is read */
   KAFKA_COMPRESSION: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
   TOPIC_ORDERS: z.string().min(1).default(defaultTopicNames.orders),
@@ -88,15 +100,15 @@ export const ServiceEnv = z.object({
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
   ADMIN_PORT: port.default(9464),
   READY_MAX_LAG: decimalInteger.default(1000),
-  STALL_TIMEOUT_MS: positiveInt.default(30_000),
-  LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
+  STALL_TIMEOUT_MS: timerMs(positiveInt).default(30_000),
+  LAG_CHECK_INTERVAL_MS: timerMs(positiveInt).default(2000),
   /** the keys consumer must have fetched within this long for the replica to be ready; past it, it is replaced */
-  KEYS_STALL_MS: positiveInt.default(3000),
+  KEYS_STALL_MS: timerMs(positiveInt).default(3000),
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
   REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
   /** requests per API key per window; 0 turns the limit off */
   RATE_LIMIT_MAX: decimalInteger.pipe(z.number().max(4_000_000)).default(0),
-  RATE_LIMIT_WINDOW_MS: positiveInt.default(60_000),
+  RATE_LIMIT_WINDOW_MS: timerMs(positiveInt).default(60_000),
   /** what one record batch may inflate to; a batch beyond it is paused and reported, never inflated */
   BATCH_MAX_INFLATED_BYTES: decimalInteger.pipe(z.number().min(1024 * 1024)).default(4 * 1024 * 1024),
   /** one message's value beyond this is dead-lettered (too_large) with its size, SHA-256 and a preview */
@@ -141,8 +153,8 @@ export const ServiceEnv = z.object({
   OTEL_PROPAGATORS: otel(
     nameList(['tracecontext', 'baggage', 'none'], 'each must be tracecontext, baggage or none'),
   ),
-  OTEL_BSP_SCHEDULE_DELAY: otel(decimalInteger),
-  OTEL_BSP_EXPORT_TIMEOUT: otel(positiveInt),
+  OTEL_BSP_SCHEDULE_DELAY: otel(timerMs(decimalInteger)),
+  OTEL_BSP_EXPORT_TIMEOUT: otel(timerMs(positiveInt)),
   OTEL_BSP_MAX_QUEUE_SIZE: otel(positiveInt),
   OTEL_BSP_MAX_EXPORT_BATCH_SIZE: otel(positiveInt),
 });

@@ -3,7 +3,7 @@
  * The composition root: it reads the environment once, creates the root
  * logger and hands both to the command.
  */
-import { ModelFiles } from './read-model/files.js';
+import { ModelFiles, PointerBroken } from './read-model/files.js';
 import { hostname, userInfo } from 'node:os';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import {
@@ -12,10 +12,10 @@ import {
   issueKey,
   rebuild,
   revokeKey,
-  skipBatch,
   status,
   type CommandContext,
 } from './cli/commands.js';
+import { skipBatch, skipBatchLines, SkipRefused } from './cli/skip-batch.js';
 import { restoreSnapshot, SnapshotRefused, takeSnapshot } from './cli/snapshot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, type Logger } from './logger.js';
@@ -97,12 +97,13 @@ const commands: Record<string, Command> = {
     },
   },
   'skip-batch': {
-    usage: 'skip-batch --topic TOPIC --partition N --through OFFSET --reason TEXT',
+    usage: 'skip-batch --topic TOPIC --partition N --from OFFSET --through OFFSET --reason TEXT',
     summary:
-      'move a partition past a record batch that can never be read (its last offset is in /readyz and the log), recording it as a dead letter: what, where, who and why',
+      'record that one record batch can never be read (its first and last offsets are in /readyz and the log): every model that meets exactly that batch moves past it, with a dead letter saying what, who and why',
     options: {
       topic: { type: 'string' },
       partition: { type: 'string' },
+      from: { type: 'string' },
       through: { type: 'string' },
       reason: { type: 'string' },
     },
@@ -112,20 +113,17 @@ const commands: Record<string, Command> = {
       if (typeof reason !== 'string' || reason.trim() === '')
         throw new UsageError('--reason is required: say why');
       const partition = nonNegativeInt('partition', values['partition']);
-      const through = nonNegativeInt('through', values['through']);
-      const by = `${userInfo().username}@${hostname()}`;
-      for (const skipped of skipBatch(ctx, { topic, partition, through, reason, by })) {
-        ctx.print(
-          skipped.olderVersion === true
-            ? `${skipped.file}: of an older projection version, served read-only while its successor is built; not moved.`
-            : skipped.from === null
-              ? `${skipped.file}: ${topic} partition ${partition} is past offset ${through} already; nothing changed.`
-              : `${skipped.file}: ${topic} partition ${partition} moved from offset ${skipped.from} to ${through + 1}; a skipped_by_operator dead letter records it. A running service moves on from there at its next attempt to read the partition.`,
+      if (values['from'] === undefined) {
+        throw new UsageError(
+          "--from is required: the batch's first offset, where the partition stopped (/readyz and the log name it with --through)",
         );
       }
-      ctx.print(
-        `Recorded in ${new ModelFiles(ctx.config.dataDir).skipsPath}: every build from the topics (a rebuild, one in progress included, and the rebuild after a projection-version change) moves past it too, with the same dead letter.`,
-      );
+      const firstOffset = nonNegativeInt('from', values['from']);
+      const lastOffset = nonNegativeInt('through', values['through']);
+      const by = `${userInfo().username}@${hostname()}`;
+      const report = skipBatch(ctx, { topic, partition, firstOffset, lastOffset, reason, by });
+      for (const line of skipBatchLines(report, new ModelFiles(ctx.config.dataDir).skipsPath))
+        ctx.print(line);
       return Promise.resolve();
     },
   },
@@ -281,9 +279,14 @@ async function main(argv: string[]): Promise<number> {
       console.error(`${error.message}\nusage: npm run cli -- ${command.usage}`);
       return 2;
     }
-    if (error instanceof ConfigError || error instanceof SnapshotRefused) {
+    if (error instanceof ConfigError || error instanceof SnapshotRefused || error instanceof SkipRefused) {
       console.error(error.message);
       return 2;
+    }
+    if (error instanceof PointerBroken) {
+      // The data directory needs the operator's hand; the message says what to do.
+      console.error(`${found.name} failed: ${error.message}`);
+      return 1;
     }
     logger.fatal({ err: error }, `${found.name} failed`);
     console.error(`${found.name} failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
-import { roleOfTopic, type ServiceConfig } from '../config.js';
+import type { ServiceConfig } from '../config.js';
 import { EventPublisher } from '../consumer/publish.js';
 import { rebuildModel } from '../consumer/rebuild.js';
 import { sha256Hex } from '../http/auth.js';
@@ -12,7 +12,6 @@ import { type KafkaPort, offsetKey } from '../kafka/port.js';
 import { lagOf } from '../lifecycle/readiness.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
-import { ReadModelWriter } from '../read-model/writer.js';
 import { ModelFiles } from '../read-model/files.js';
 import { progressReporter } from './progress.js';
 
@@ -86,60 +85,6 @@ export async function revokeKey(ctx: CommandContext, keyId: string): Promise<voi
     }),
   );
   ctx.print(`Revoked key ${keyId}; every replica refuses it once it has applied the event.`);
-}
-
-export interface SkippedBatch {
-  file: string;
-  /** the first offset skipped, null when the model was past the batch already or is not projected into */
-  from: number | null;
-  /** a file of another projection version, served read-only while its successor is built */
-  olderVersion?: true;
-}
-
-/**
- * Moves a partition of the served model (and of a proposal in NEXT) past offsets that can never be
- * read, as an operator's deliberate act: one dead letter per model records what was skipped, where,
- * who did it and why, in the same transaction as the new position. The skip is also recorded in the
- * data directory (`ModelFiles.recordOperatorSkip`), so that every build from the topics, one in
- * progress included, moves past the batch the same way. A running projector moves on at its next
- * attempt to read the batch.
- */
-export function skipBatch(
-  ctx: CommandContext,
-  skip: { topic: string; partition: number; through: number; reason: string; by: string },
-): SkippedBatch[] {
-  if (!Object.values(ctx.config.topics).includes(skip.topic)) {
-    throw new Error(
-      `${skip.topic} is not one of the configured topics (${Object.values(ctx.config.topics).join(', ')}).`,
-    );
-  }
-  const files = new ModelFiles(ctx.config.dataDir);
-  const targets = [
-    ...new Set([files.currentFile(), files.nextFile()].filter((f): f is string => f !== null)),
-  ];
-  const skipped = targets.map((file): SkippedBatch => {
-    const db = openReadModel(file, { anyProjectionVersion: true });
-    try {
-      // A file of another projection version is served read-only while its successor is built:
-      // nothing projects into it, so only the successor (in NEXT) needs moving.
-      if (projectionVersionOf(db) !== PROJECTION_VERSION) return { file, from: null, olderVersion: true };
-      return {
-        file,
-        from: new ReadModelWriter(db, roleOfTopic(ctx.config.topics)).skipByOperator(skip).from,
-      };
-    } finally {
-      db.close();
-    }
-  });
-  // Every build to come (a rebuild, a build in progress, the rebuild after a projection-version
-  // change) replays the topic from its start, meets the batch again and moves past it the same way.
-  const froms = skipped.flatMap((s) => (s.from === null ? [] : [s.from]));
-  files.recordOperatorSkip({
-    ...skip,
-    from: froms.length === 0 ? null : Math.min(...froms),
-    at: new Date().toISOString(),
-  });
-  return skipped;
 }
 
 function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } {

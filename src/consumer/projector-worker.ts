@@ -72,7 +72,10 @@ const starting: Promise<Consumption> = runProjection({
   maxMessageBytes: config.limits.messageBytes,
   onBatch: (batch) => post({ type: 'batch', ...batch }),
   onUnreadable: (batch) => post({ type: 'unreadable', batch }),
-  operatorSkips: () => skipsOf.operatorSkips(),
+  operatorSkips: () =>
+    skipsOf.operatorSkips({
+      onImport: (report) => logger.warn(report, 'imported the skips of skipped-batches.json'),
+    }),
   ...(fetches === undefined
     ? {}
     : {

@@ -8,7 +8,7 @@ import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
 import type { Consumption, KafkaPort, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { skipCovering, type OperatorSkip } from '../read-model/operator-skips.js';
+import { skipOf, type OperatorSkip } from '../read-model/operator-skips.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
 
@@ -57,13 +57,11 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
     ...(options.onFetched === undefined ? {} : { onFetched: options.onFetched }),
     ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }),
     onUnreadable: (batch) => {
-      const skip = skipCovering(recordedSkips(options), batch);
-      if (skip !== undefined) {
-        // An operator decided to move past it: recorded as a dead letter here too, unless the
-        // operator's command has moved this file already.
-        const { from, next } = writer.skipByOperator(skip);
+      const skip = skipOf(recordedSkips(options), batch);
+      const next = skip === undefined ? null : writer.skipByOperator(skip);
+      if (skip !== undefined && next !== null) {
         logger.warn(
-          { ...batch, skippedFrom: from, next, by: skip.by, reason: skip.reason },
+          { ...batch, next, by: skip.by, reason: skip.reason },
           'moving past a record batch an operator skipped',
         );
         const at = performance.timeOrigin + performance.now();
@@ -76,15 +74,23 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
           outcome: {
             applied: 0,
             unchanged: 0,
-            deadLettered: from === null ? 0 : 1,
+            deadLettered: 1,
             skipped: 0,
             appliedByType: {},
-            deadLettersByReason: from === null ? {} : { skipped_by_operator: 1 },
+            deadLettersByReason: { skipped_by_operator: 1 },
             nextOffset: next,
             durationMs: 0,
           },
         });
         return next;
+      }
+      if (skip !== undefined) {
+        // The consumer stopped where the skip's batch begins, and the model says it is elsewhere:
+        // moving it would skip offsets nobody skipped.
+        logger.error(
+          { ...batch, position: writer.storedOffset(batch.topic, batch.partition) },
+          'a recorded skip names this batch, but the model is not at it; it is not moved',
+        );
       }
       logger.error(batch, 'a record batch cannot be read; the partition waits, every other one goes on');
       options.onUnreadable?.(batch);

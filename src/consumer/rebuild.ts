@@ -203,7 +203,10 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
       ? {}
       : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
     onBatch: ({ outcome }) => onBatch(outcome),
-    operatorSkips: () => options.files.operatorSkips(),
+    operatorSkips: () =>
+      options.files.operatorSkips({
+        onImport: (report) => options.logger.warn(report, 'imported the skips of skipped-batches.json'),
+      }),
   });
   const main = consumption;
   try {

@@ -107,8 +107,12 @@ export class Generation {
     }
   }
 
-  /** Opens the model `CURRENT` names, creating an empty first one when it names none. */
+  /**
+   * Opens the model `CURRENT` names, creating an empty first one only when there is no `CURRENT`.
+   * A pointer naming no model file throws (PointerBroken) before anything is created.
+   */
   static openServed(files: ModelFiles, logger: Logger, topics: ReadonlySet<string>): Generation {
+    files.checkPointers();
     let file = files.currentFile();
     if (file === null) {
       file = files.newGenerationFile();

@@ -88,7 +88,7 @@ export function readiness(input: ReadinessInput): Readiness {
       `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); the other partitions go on, this one is read again in ${seconds(batch.at + batch.retryInMs - input.now)}` +
         (batch.lastOffset === null
           ? ''
-          : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --through ${batch.lastOffset} --reason TEXT`),
+          : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --from ${batch.offset} --through ${batch.lastOffset} --reason TEXT`),
     );
   }
   if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {

@@ -29,11 +29,17 @@ import {
 } from './lease-lock.js';
 import { removeModelFile } from './database.js';
 import type { OperatorSkip } from './operator-skips.js';
+import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
 
 export type { LockHolder } from './lease-lock.js';
 
 const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
+
+/** A pointer (`CURRENT`, `NEXT`) that names no model file of the directory. */
+export class PointerBroken extends Error {
+  readonly code = 'POINTER_BROKEN';
+}
 
 export class RebuildLocked extends Error {
   readonly code = 'REBUILD_LOCKED';
@@ -50,23 +56,56 @@ export class ModelFiles {
     this.pointerPath = join(dir, 'CURRENT');
     this.nextPointerPath = join(dir, 'NEXT');
     this.lockPath = join(dir, 'rebuild.lock');
-    this.skipsPath = join(dir, 'skipped-batches.json');
+    this.skipsPath = join(dir, skipRecordName);
   }
 
-  /** Absolute path of the served generation, or null before the first one exists. */
+  /**
+   * Absolute path of the served generation, or null when there is no `CURRENT` (before the first
+   * one exists). Throws PointerBroken when `CURRENT` names no model file of the directory.
+   */
   currentFile(): string | null {
-    return this.readPointer(this.pointerPath);
+    return this.readPointer(
+      this.pointerPath,
+      'restore that file, or write the name of the model to serve into CURRENT; remove CURRENT only to start again from an empty model that replays every topic',
+    );
   }
 
-  /** The candidate a rebuild proposed, or null. */
+  /** The candidate a rebuild proposed, or null. Throws PointerBroken when `NEXT` names no model file. */
   nextFile(): string | null {
-    return this.readPointer(this.nextPointerPath);
+    return this.readPointer(
+      this.nextPointerPath,
+      'remove NEXT to propose nothing, or propose the file again (rebuild)',
+    );
   }
 
-  private readPointer(path: string): string | null {
-    if (!existsSync(path)) return null;
-    const name = readFileSync(path, 'utf8').trim();
-    return generationPattern.test(name) && existsSync(join(this.dir, name)) ? join(this.dir, name) : null;
+  /**
+   * Checks both pointers before a service opens anything: one that names a missing file, or holds
+   * a name that is no model file's, is an operator's mistake or a damaged directory, and guessing
+   * (an empty model, no proposal) would hide the real model.
+   */
+  checkPointers(): void {
+    this.currentFile();
+    this.nextFile();
+  }
+
+  private readPointer(path: string, whatToDo: string): string | null {
+    const name = this.pointerName(path);
+    if (name === null) return null;
+    if (!generationPattern.test(name)) {
+      throw new PointerBroken(
+        `${path} holds '${name}', which is not the name of a model file (model-….sqlite): ${whatToDo}.`,
+      );
+    }
+    const file = join(this.dir, name);
+    if (!existsSync(file)) {
+      throw new PointerBroken(`${path} names ${name}, which does not exist in ${this.dir}: ${whatToDo}.`);
+    }
+    return file;
+  }
+
+  /** What a pointer file says, trimmed; null when it does not exist. */
+  private pointerName(path: string): string | null {
+    return existsSync(path) ? readFileSync(path, 'utf8').trim() : null;
   }
 
   /** A fresh path for a generation that is being built. */
@@ -100,24 +139,24 @@ export class ModelFiles {
 
   /** Withdraws the proposal when it still names `file`. */
   clearNext(file: string): void {
-    if (this.nextFile() === file) rmSync(this.nextPointerPath, { force: true });
+    if (this.pointerName(this.nextPointerPath) === basename(file))
+      rmSync(this.nextPointerPath, { force: true });
   }
 
-  /** The batches operators have skipped (`skip-batch`), oldest first; every build honours them. */
-  operatorSkips(): OperatorSkip[] {
-    if (!existsSync(this.skipsPath)) return [];
-    const parsed = JSON.parse(readFileSync(this.skipsPath, 'utf8')) as unknown;
-    if (!Array.isArray(parsed)) throw new Error(`${this.skipsPath} is not a list of skipped batches`);
-    return parsed as OperatorSkip[];
+  /**
+   * The batches operators have skipped (`skip-batch`), oldest first (`skip-record.ts`); every build
+   * moves past each when it meets it.
+   */
+  operatorSkips(options: SkipRecordOptions = {}): OperatorSkip[] {
+    return recordedSkips(this.dir, options);
   }
 
-  /** Records an operator's skip for every build to come; a skip already recorded is not repeated. */
-  recordOperatorSkip(skip: OperatorSkip): void {
-    const skips = this.operatorSkips();
-    const same = (s: OperatorSkip): boolean =>
-      s.topic === skip.topic && s.partition === skip.partition && s.through === skip.through;
-    if (skips.some(same)) return;
-    this.writeDurably(this.skipsPath, `${JSON.stringify([...skips, skip], null, 1)}\n`);
+  /** Records an operator's skip for every build to come; a batch recorded already is not added again. */
+  recordOperatorSkip(
+    skip: OperatorSkip,
+    options: SkipRecordOptions = {},
+  ): { recorded: OperatorSkip; added: boolean } {
+    return recordSkip(this.dir, skip, options);
   }
 
   private writePointer(path: string, file: string): void {

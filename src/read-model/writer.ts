@@ -21,13 +21,7 @@ import {
   type ArticleRow,
   type OrderRow,
 } from '../../projections/orders/rows.js';
-import {
-  manyRowsSql,
-  maxRowsPerStatement,
-  operatorSql,
-  updateOrderSql,
-  writeSql,
-} from '../../projections/orders/sql.js';
+import { manyRowsSql, maxRowsPerStatement, updateOrderSql, writeSql } from '../../projections/orders/sql.js';
 import type { DomainEvent, EventType, TopicRole } from '../../schemas/events.js';
 import type { DeadLetterReason, DecodedMessage } from './decoded.js';
 import { offsetKey, splitOffsetKey, type RawMessage } from '../kafka/port.js';
@@ -127,42 +121,35 @@ export class ReadModelWriter {
   }
 
   /**
-   * Moves a partition past offsets an operator skipped (`skip-batch`), in one transaction: a
-   * `skipped_by_operator` dead letter saying what, where, who and why, and the position after them.
-   * The position is read from the file, which the operator's command may have moved already from
-   * another process; then nothing is written. Returns the offset it moved from (null when nothing
-   * was written) and the partition's position now.
+   * Moves a partition past the record batch an operator skipped (`skip-batch`), when the model is
+   * at that batch: in one transaction, a `skipped_by_operator` dead letter at the batch's first
+   * offset saying what, who and why, and the position after the batch. A model that is anywhere
+   * else on the partition is not moved and nothing is written. Returns the position after the
+   * batch, or null when the model is not at it. A partition never read starts at the log's start,
+   * which is where its projector met the batch.
    */
-  skipByOperator(skip: Pick<OperatorSkip, 'topic' | 'partition' | 'through' | 'reason' | 'by'>): {
-    from: number | null;
-    next: number;
-  } {
-    const key = offsetKey(skip.topic, skip.partition);
-    const row = this.db.prepare(operatorSql.storedOffset).get(skip.topic, skip.partition) as
-      { next_offset: number } | undefined;
-    const from = row?.next_offset ?? 0;
-    if (from > skip.through) {
-      this.offsets.set(key, from);
-      return { from: null, next: from };
-    }
+  skipByOperator(skip: OperatorSkip): number | null {
+    const stored = this.storedOffset(skip.topic, skip.partition);
+    if (stored !== undefined && stored !== skip.firstOffset) return null;
+    const next = skip.lastOffset + 1;
     counted(
       this.commits,
       this.db.transaction(() => {
         this.statements.insertDeadLetter.run({
           topic: skip.topic,
           partition: skip.partition,
-          offset: from,
+          offset: skip.firstOffset,
           key: null,
           value: null,
           reason: 'skipped_by_operator' satisfies DeadLetterReason,
-          detail: skipDetail(from, skip).slice(0, maxDetailLength),
+          detail: skipDetail(skip).slice(0, maxDetailLength),
           recordedAt: this.now().toISOString(),
         });
-        this.statements.upsertOffset.run(skip.topic, skip.partition, skip.through + 1);
+        this.statements.upsertOffset.run(skip.topic, skip.partition, next);
       }),
     );
-    this.offsets.set(key, skip.through + 1);
-    return { from, next: skip.through + 1 };
+    this.offsets.set(offsetKey(skip.topic, skip.partition), next);
+    return next;
   }
 
   storedOffsets(): { topic: string; partition: number; nextOffset: number }[] {

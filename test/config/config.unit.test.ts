@@ -69,6 +69,37 @@ describe('configuration', () => {
     });
   });
 
+  it('takes durations up to 2147483647 ms, the longest delay a Node timer honours, and lists every one beyond it', () => {
+    const timers = [
+      'KAFKA_SESSION_TIMEOUT_MS',
+      'STALL_TIMEOUT_MS',
+      'LAG_CHECK_INTERVAL_MS',
+      'RATE_LIMIT_WINDOW_MS',
+      'OTEL_BSP_SCHEDULE_DELAY',
+      'OTEL_BSP_EXPORT_TIMEOUT',
+    ];
+    const longest = String(2 ** 31 - 1);
+    const load = (value: string): unknown =>
+      loadConfig(Object.fromEntries(timers.map((name) => [name, value])));
+    expect(() => load(String(2 ** 31))).toThrow(ConfigError);
+    for (const name of timers) {
+      expect(() => load(String(2 ** 31)), name).toThrow(new RegExp(`${name}: must be at most 2147483647 ms`));
+    }
+    expect(load(longest)).toMatchObject({
+      kafka: { sessionTimeoutMs: 2 ** 31 - 1 },
+      health: { stallTimeoutMs: 2 ** 31 - 1, lagCheckIntervalMs: 2 ** 31 - 1 },
+      rateLimit: { windowMs: 2 ** 31 - 1 },
+      tracing: null,
+    });
+    expect(
+      loadConfig({
+        OTEL_TRACES_EXPORTER: 'console',
+        OTEL_BSP_SCHEDULE_DELAY: longest,
+        OTEL_BSP_EXPORT_TIMEOUT: longest,
+      }).tracing?.batch,
+    ).toMatchObject({ scheduledDelayMillis: 2 ** 31 - 1, exportTimeoutMillis: 2 ** 31 - 1 });
+  });
+
   it('takes ports from 1 to 65535 (0: any free port), and refuses the API and admin listeners on one port', () => {
     expect(() => loadConfig({ HTTP_PORT: '65536' })).toThrow(/HTTP_PORT/);
     expect(() => loadConfig({ HTTP_PORT: '-1' })).toThrow(/HTTP_PORT/);

@@ -36,14 +36,26 @@ export class MemoryKafka implements KafkaPort {
   consumeCalls = 0;
   /** partitions whose batch at an offset cannot be read, by `partition:topic` */
   private readonly unreadableAt = new Map<string, { offset: number; cause: string }>();
+  /** record batches that cannot be read, their header readable (first and last offset), by `partition:topic` */
+  private readonly unreadableBatches = new Map<string, { first: number; last: number; cause: string }[]>();
 
   /** From `offset` on, the partition's batches cannot be read (a codec the client lacks) until `readable()`. */
   makeUnreadable(topic: string, partition: number, offset: number, cause: string): void {
     this.unreadableAt.set(`${partition}:${topic}`, { offset, cause });
   }
 
+  /**
+   * The records `first`..`last` of a partition form one record batch that cannot be read, its
+   * header readable: a consumer reaching it is told both offsets, and no fetch takes a record of it.
+   */
+  makeUnreadableBatch(topic: string, partition: number, first: number, last: number, cause: string): void {
+    const key = `${partition}:${topic}`;
+    this.unreadableBatches.set(key, [...(this.unreadableBatches.get(key) ?? []), { first, last, cause }]);
+  }
+
   readable(topic: string, partition: number): void {
     this.unreadableAt.delete(`${partition}:${topic}`);
+    this.unreadableBatches.delete(`${partition}:${topic}`);
   }
 
   constructor(
@@ -126,24 +138,42 @@ export class MemoryKafka implements KafkaPort {
               const log = partitions[partition]!;
               const from = positions.get(key) ?? options.startAt(topic, partition) ?? 0;
               if (from >= log.length) continue;
-              const blocked = this.unreadableAt.get(key);
-              if (blocked !== undefined && from >= blocked.offset) {
-                // As the adapter does: report, pause the partition, try it again after a delay.
+              const batches = this.unreadableBatches.get(key) ?? [];
+              const at = batches.find((b) => from >= b.first && from <= b.last);
+              const fromOn = this.unreadableAt.get(key);
+              const blocked =
+                at === undefined
+                  ? fromOn !== undefined && from >= fromOn.offset
+                    ? { lastOffset: null, cause: fromOn.cause }
+                    : undefined
+                  : { lastOffset: at.last, cause: at.cause };
+              if (blocked !== undefined) {
+                // As the adapter does: report, pause the partition, try it again after a delay, or
+                // move it where the consumer's owner says.
                 const retryAt = retries.get(key) ?? 0;
                 if (Date.now() >= retryAt) {
-                  options.onUnreadable?.({
+                  const moveTo = options.onUnreadable?.({
                     topic,
                     partition,
                     offset: from,
-                    lastOffset: null,
+                    lastOffset: blocked.lastOffset,
                     cause: blocked.cause,
                     retryInMs: 50,
                   });
-                  retries.set(key, Date.now() + 50);
+                  if (moveTo === undefined) retries.set(key, Date.now() + 50);
+                  else {
+                    retries.delete(key);
+                    positions.set(key, moveTo);
+                  }
                 }
                 continue;
               }
-              const taken = log.slice(from, from + this.batchSize);
+              // A fetch stops short of the next unreadable batch, as a broker's record batches do.
+              const nextUnreadable = Math.min(
+                ...batches.filter((b) => b.first > from).map((b) => b.first),
+                from + this.batchSize,
+              );
+              const taken = log.slice(from, nextUnreadable);
               const batch: FetchedBatch = {
                 topic,
                 partition,

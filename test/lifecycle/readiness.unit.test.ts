@@ -90,7 +90,7 @@ describe('readiness', () => {
       ],
     });
     expect(verdict.reasons).toEqual([
-      'pr.orders partition 2 cannot be read at offset 41 (LZ4 compression not implemented); the other partitions go on, this one is read again in 7 s; to move past it for good: skip-batch --topic pr.orders --partition 2 --through 57 --reason TEXT',
+      'pr.orders partition 2 cannot be read at offset 41 (LZ4 compression not implemented); the other partitions go on, this one is read again in 7 s; to move past it for good: skip-batch --topic pr.orders --partition 2 --from 41 --through 57 --reason TEXT',
     ]);
   });
 });

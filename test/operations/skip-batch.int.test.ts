@@ -1,7 +1,8 @@
 /**
  * The operator's way past a record batch that can never be read: the service names the partition
- * and the batch's last offset (/readyz, log), `skip-batch` moves the partition past it with a dead
- * letter recording what, where, who and why, and the running service goes on from there.
+ * and the batch's first and last offsets (/readyz, log), `skip-batch` records the skip, and the
+ * running service moves past exactly that batch with a dead letter recording what, where, who and
+ * why, and goes on from there.
  */
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -55,15 +56,16 @@ describe('skip-batch', () => {
       LOG_LEVEL: 'warn',
     };
     const service = spawnService(env);
+    let from = -1;
     let through = -1;
     await waitUntil('/readyz names the batch and how to move past it', async () => {
       const answer = await fetch(`http://127.0.0.1:${adminPort}/readyz`).catch(() => null);
       const text = answer === null ? '' : await answer.text();
-      const hint = /skip-batch --topic \S+ --partition 0 --through (\d+)/.exec(text);
-      if (hint !== null) through = Number(hint[1]);
+      const hint = /skip-batch --topic \S+ --partition 0 --from (\d+) --through (\d+)/.exec(text);
+      if (hint !== null) [from, through] = [Number(hint[1]), Number(hint[2])];
       return hint !== null;
     });
-    expect(through).toBe(2);
+    expect([from, through]).toEqual([1, 2]);
     expect(service.output.join('\n')).toMatch(/inflates beyond BATCH_MAX_INFLATED_BYTES/);
 
     const printed = await runServiceCommand(
@@ -73,6 +75,8 @@ describe('skip-batch', () => {
         topics.orders,
         '--partition',
         '0',
+        '--from',
+        String(from),
         '--through',
         String(through),
         '--reason',
@@ -80,7 +84,12 @@ describe('skip-batch', () => {
       ],
       env,
     );
-    expect(printed).toContain(`moved from offset 1 to ${through + 1}`);
+    expect(printed).toMatch(
+      /^Recorded in \S+operator-skips\.sqlite: \S+ partition 0, the record batch at offsets 1–2, skipped by \S+@\S+: a producer bug padded a batch$/m,
+    );
+    expect(printed).toMatch(
+      /^The served model \(CURRENT, \S+\) is at offset 1, this batch: it moves past it at its next attempt/m,
+    );
     const listed = async (): Promise<number[]> => {
       const answer = await fetch(`http://127.0.0.1:${httpPort}/api/external-api/v1/orders`, {
         headers: { authorization: `Bearer ${keyOf(1)}` },
@@ -128,7 +137,19 @@ describe('skip-batch', () => {
       });
       expect(rebuildOutput).toMatch(/moving past a record batch an operator skipped/);
       await runServiceCommand(
-        ['skip-batch', '--topic', topics.orders, '--partition', '0', '--through', '5', '--reason', 'again'],
+        [
+          'skip-batch',
+          '--topic',
+          topics.orders,
+          '--partition',
+          '0',
+          '--from',
+          '4',
+          '--through',
+          '5',
+          '--reason',
+          'again',
+        ],
         env,
       );
       expect(await Promise.race([rebuilt, new Promise((r) => setTimeout(() => r('waiting'), 30_000))])).toBe(
