@@ -121,7 +121,7 @@ const listedAll = 'listed_status IS NOT NULL';
 const listedWith = 'listed_status = $4';
 
 /** The page and the total in one statement: a row per order, or one row of NULLs with the total. */
-const pageSql: Record<PeerDesign, { all: string; byStatus: string }> = {
+export const pageSql: Record<PeerDesign, { all: string; byStatus: string }> = {
   naive: {
     all: `SELECT t.total, ${pageColumns}
     FROM (SELECT count(*) AS total FROM orders WHERE org_id = $1 AND ${listedAll}) t ${pageOf(listedAll)}`,
@@ -136,12 +136,12 @@ const pageSql: Record<PeerDesign, { all: string; byStatus: string }> = {
   },
 };
 
-const articlesSql = `SELECT o.title, a.article_id, a.article_url, a.website_domain, a.published_ms
+export const articlesSql = `SELECT o.title, a.article_id, a.article_url, a.website_domain, a.published_ms
   FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND NOT a.removed
   WHERE o.order_id = $1 AND o.org_id = $2 AND o.listed_status IS NOT NULL
   ORDER BY a.published_ms DESC, a.article_id DESC`;
 
-const orgOfKeySql = `SELECT org_id FROM api_keys WHERE key_sha256 = $1 AND NOT revoked LIMIT 1`;
+export const orgOfKeySql = `SELECT org_id FROM api_keys WHERE key_sha256 = $1 AND NOT revoked LIMIT 1`;
 
 declare module 'fastify' {
   interface FastifyRequest {
