@@ -15,7 +15,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { treeCpuMs, type LoadSummary } from './proc.js';
-import { wrk, type SequenceFile } from './wrk.js';
+import { wrk, type SequenceFile, type WrkResult } from './wrk.js';
 import { note } from '../progress.js';
 
 export interface Side {
@@ -29,17 +29,23 @@ export interface Side {
   observe?: () => () => Record<string, unknown>;
 }
 
-export interface Measure {
+/** One load on one side: wrk's figures of it, with what the side's processes spent. */
+export interface Measure extends Pick<
+  WrkResult,
+  | 'requests'
+  | 'seconds'
+  | 'rps'
+  | 'p50Ms'
+  | 'p99Ms'
+  | 'meanMs'
+  | 'errors'
+  | 'lateSlots'
+  | 'meanLateMs'
+  | 'perThread'
+> {
   /** offered requests per second; null for a closed loop */
   offeredRps: number | null;
   connections: number;
-  requests: number;
-  seconds: number;
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  meanMs: number;
-  errors: number;
   serverCpuMicrosPerRequest: number;
   /** requests per second per core of server CPU: 1 000 000 / serverCpuMicrosPerRequest */
   rpsPerCore: number;
@@ -48,11 +54,6 @@ export interface Measure {
   /** cores wrk used, and that as a share of the machine's cores */
   wrkCores: number;
   wrkShareOfCores: number;
-  /** at a fixed rate: slots whose request left at least 1 ms late, and their mean lateness */
-  lateSlots: number;
-  meanLateMs: number;
-  /** requests sent by each wrk thread */
-  perThread: number[];
   loadAverage: LoadSummary;
   checkpoint: string;
   observed?: Record<string, unknown>;
