@@ -44,14 +44,14 @@ export function numericOptions<const K extends string>(
   return numbers;
 }
 
-/** Prints a run's figures and writes them, with what the run was, to its results file. */
+/** Prints a run's figures and writes them, with what the run was, to its results file; the file's path. */
 export function reportRun(
   name: string,
   started: Date,
   options: unknown,
   figures: Figure[],
   results: Record<string, unknown>,
-): void {
+): string {
   console.log(`\n${name} benchmark, ${started.toISOString()}, Node ${process.version}\n`);
   console.log(printFigures(figures));
   const dir = join(root, 'bench', 'results');
@@ -75,4 +75,5 @@ export function reportRun(
   };
   writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`);
   console.log(`\nresults: ${file}`);
+  return file;
 }

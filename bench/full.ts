@@ -6,17 +6,21 @@
  * `workers.*` (HTTP_WORKERS=1 and N). A peer or workers phase that fails is recorded as `peerError` or
  * `workersError` and the run goes on.
  *
- * Besides bench/run.ts's BENCH_* variables: BENCH_PEER (default 1; 0 leaves the peer out),
+ * Besides bench/run.ts's BENCH_* variables: BENCH_PEER (default 1; 0 leaves the peers out),
  * BENCH_HTTP_WORKERS (the N of the workers phase, default 2; 1 leaves it out), BENCH_ROUNDS (rounds
- * of each load of those two phases, default 2), BENCH_CONNECTIONS (default 10); their loads last
- * BENCH_API_SECONDS after BENCH_API_WARMUP_SECONDS, as the API phase's. Both need `wrk` on the PATH.
+ * of each load of those two phases, default 5), BENCH_CONNECTIONS (closed loops, default 10),
+ * BENCH_RATE (a fixed offered rate of the peer phase besides 80 % of the slower side's maximum,
+ * default 1000); their loads last BENCH_API_SECONDS after a warm-up of BENCH_API_WARMUP_SECONDS, as
+ * the API phase's. Both need `wrk` on the PATH. The peers' plans go beside the results file
+ * (`<date-time>-explain.txt`); the machine's load average, sampled every second, goes into it.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isEntryPoint } from '../tools/harness.js';
 import { root, useBuiltService, type DataSetOnBroker } from './lib.js';
-import { runPeerBench } from './peer.js';
+import { runPeerBench, writeExplain } from './peer.js';
 import { buildPeer } from './peers/postgres/process.js';
+import { loadSampler } from './peers/proc.js';
 import { requireWrk } from './peers/wrk.js';
 import { benchEnvironment, printFigures, runBench, runRecord, type Figure } from './run.js';
 import { runWorkersBench } from './workers.js';
@@ -38,21 +42,25 @@ if (isEntryPoint(import.meta.url)) {
     seconds: apiSeconds.measure,
     warmUp: apiSeconds.warmUp,
     connections: wholeNumber('BENCH_CONNECTIONS', 10, 1),
-    rounds: wholeNumber('BENCH_ROUNDS', 2, 1),
+    rounds: wholeNumber('BENCH_ROUNDS', 5, 1),
   };
+  const rate = wholeNumber('BENCH_RATE', 1000, 1);
   if (withPeer || workers > 1) requireWrk();
   useBuiltService();
   if (withPeer) buildPeer();
   const started = new Date();
+  const load = loadSampler();
   const extra: Record<string, unknown> = {};
+  let plans = '';
   /** A phase that fails is recorded (`<name>Error`) and the run goes on: hours of figures are not lost to it. */
   const side = async (
     name: 'peer' | 'workers',
-    run: () => Promise<{ figures: Figure[]; results: unknown }>,
+    run: () => Promise<{ figures: Figure[]; results: unknown; explainText?: string }>,
   ): Promise<Figure[]> => {
     try {
-      const { figures, results } = await run();
+      const { figures, results, explainText } = await run();
       extra[name] = results;
+      plans += explainText ?? '';
       return figures.map((figure) => ({ ...figure, name: `${name}: ${figure.name}` }));
     } catch (error) {
       const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
@@ -64,11 +72,22 @@ if (isEntryPoint(import.meta.url)) {
   const peerAndWorkers = async (dataSet: DataSetOnBroker): Promise<Figure[]> => [
     ...(withPeer
       ? await side('peer', () =>
-          runPeerBench({ data, ...loads, runtime: 'dist', partitionsConcurrently: 3, dataSet }),
+          runPeerBench({
+            data,
+            ...loads,
+            rates: [rate],
+            rateConnections: 50,
+            runtime: 'dist',
+            partitionsConcurrently: 3,
+            designs: ['competent', 'naive'],
+            dataSet,
+          }),
         )
       : []),
     ...(workers > 1
-      ? await side('workers', () => runWorkersBench({ data, workers, ...loads, dataSet }))
+      ? await side('workers', () =>
+          runWorkersBench({ data, workers, ...loads, moreConnections: loads.connections * 4, dataSet }),
+        )
       : []),
   ];
   runBench('all', data, apiSeconds, newEvents, peerAndWorkers)
@@ -77,8 +96,15 @@ if (isEntryPoint(import.meta.url)) {
       console.log(printFigures(figures));
       const file = join(root, 'bench', 'results', `${started.toISOString().replace(/[:.]/g, '-')}.json`);
       mkdirSync(join(root, 'bench', 'results'), { recursive: true });
-      const record = { ...runRecord(started, data, results), ...extra, figures };
+      const record = {
+        ...runRecord(started, data, results),
+        loadAverage: load.summary(),
+        ...extra,
+        figures,
+      };
+      load.stop();
       writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
+      if (plans !== '') writeExplain(file, plans);
       console.log(`\nresults: ${file}`);
     })
     .catch((error: unknown) => {

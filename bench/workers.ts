@@ -1,26 +1,27 @@
 /**
  * Reads across cores: the built service with HTTP_WORKERS=1 against HTTP_WORKERS=N, side by side in
  * one run on one data set:
- *   npm run bench:workers -- [--orders 100000] [--workers 2] [--seconds 10] [--warmup 3]
- * [--connections 10] [--rounds 2]
+ *   npm run bench:workers -- [--orders 100000] [--workers 2] [--seconds 8] [--warmup 5]
+ * [--connections 10] [--more-connections 40] [--rounds 5]
  * One ingest, then a copy of the model for each side (both serve at once, on their own data
  * directories), the same answers from both to a sample of requests of every kind (the run stops if
- * one differs), then `/orders?limit=50` and articles under wrk (one thread of its own), in rounds
- * ABBA: req/s, p99, server CPU per request, the cores wrk took, and peak memory of each side.
- * Prints the figures and the ratio N / 1; writes bench/results/workers-<UTC date-time>.json.
- * KAFKA_BROKERS names a broker, else the project's local one is started.
+ * one differs), then `/orders?limit=50` and articles in closed loops at `--connections` and at
+ * `--more-connections`, in rounds ABBA on one pre-generated request sequence (bench/peers/rounds.ts):
+ * req/s, p99, server CPU per request, the cores wrk took, and for every load how the side's threads
+ * shared it (bench/peers/threads.ts): each thread's CPU time, and each event loop's connections and
+ * requests. Prints the figures and the per-round ratios N / 1; writes
+ * bench/results/workers-<UTC date-time>.json. KAFKA_BROKERS names a broker, else the project's local
+ * one is started.
  */
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isEntryPoint } from '../tools/harness.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import {
   benchDataOf,
-  benchKeyOf,
   dataSetFor,
-  keyedOrganizations,
   startServiceProcess,
   useBuiltService,
   waitUntil,
@@ -29,10 +30,19 @@ import {
   type DataSetOnBroker,
   type ServiceProcess,
 } from './lib.js';
-import { sampleSourceOf } from './peer.js';
+import { apiLoads, checkpointModel, sampleSourceOf, type Endpoint } from './peer.js';
 import { assertSameAnswers, compareAnswers, sampleRequests } from './peers/compare.js';
-import { memoryPeaks, treeCpuMs } from './peers/proc.js';
-import { wrk, type WrkRequest } from './peers/wrk.js';
+import { loadSampler, memoryPeaks, type LoadSummary } from './peers/proc.js';
+import {
+  roundRatios,
+  runRounds,
+  sideSpread,
+  type RoundsResult,
+  type Side,
+  type Spread,
+} from './peers/rounds.js';
+import { sampleLoopShares, threadCpuMs, threadTicks } from './peers/threads.js';
+import { requestSequence, writeSequence } from './peers/wrk.js';
 import { counterProbe, note, phase } from './progress.js';
 import { numericOptions, reportRun } from './cli.js';
 import { type Figure } from './run.js';
@@ -42,37 +52,35 @@ export interface WorkersBenchOptions {
   workers: number;
   seconds: number;
   warmUp: number;
+  /** the closed loops' connections, then more of them */
   connections: number;
+  moreConnections: number;
   rounds: number;
   /** the data set of a full run (`npm run bench`); else one published on a broker of its own */
   dataSet?: DataSetOnBroker;
 }
 
-interface Load {
-  rps: number;
-  p50Ms: number;
-  p99Ms: number;
-  serverCpuMicrosPerRequest: number;
-  /** cores the service used / cores wrk used, over the measured seconds */
-  serverCores: number;
-  wrkCores: number;
-  rounds: { rps: number; p99Ms: number; loadAverage: number }[];
-}
-
 export interface WorkersBenchResults {
   messages: number;
+  loadAverage: LoadSummary;
   sample: { requests: number; differences: 0 };
-  /** keyed by HTTP_WORKERS */
-  sides: Record<string, { api: { orders: Load; articles: Load }; peakRssMb: number; peakPssMb: number }>;
-  ratios: { ordersRps: number; articlesRps: number };
-  goal: { goal: string; orders: boolean; articles: boolean };
+  /** by connections, then endpoint: the rounds of both sides (named HTTP_WORKERS=1 and =N) */
+  loads: Record<string, Record<Endpoint, RoundsResult>>;
+  /** peak memory of each side, by HTTP_WORKERS */
+  memory: Record<string, { peakRssMb: number; peakPssMb: number }>;
+  /** N ÷ 1 of the closed loops' req/s, each round, by connections, then endpoint */
+  ratios: Record<string, Record<Endpoint, Spread>>;
+  goal: { goal: string; met: Record<string, Record<Endpoint, boolean>> };
 }
+
+const sideName = (workers: number): string => `HTTP_WORKERS=${workers}`;
 
 export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
   figures: Figure[];
   results: WorkersBenchResults;
 }> {
   const { data } = options;
+  const load = loadSampler();
   const dir = mkdtempSync(join(tmpdir(), 'bench-workers-'));
   const broker = await dataSetFor(options.dataSet, 'bench-workers', data).catch((error: unknown) => {
     rmSync(dir, { recursive: true, force: true });
@@ -93,20 +101,19 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
     const second = join(dir, 'many');
     cpSync(first, second, { recursive: true });
 
-    const sides = [
-      { workers: 1, dataDir: first },
-      { workers: options.workers, dataDir: second },
-    ];
     const started = await phase('api: both sides start on their copies of the model', () =>
       Promise.all(
-        sides.map(async (side) => {
+        [
+          { workers: 1, dataDir: first },
+          { workers: options.workers, dataDir: second },
+        ].map(async (side) => {
           const service = await startServiceProcess(broker.brokers, topics, side.dataDir, {
             HTTP_WORKERS: String(side.workers),
           });
           const tracked = memoryPeaks(() => [service.child.pid ?? 0]);
           running.push({ service, stopTracking: tracked.stop });
           await waitUntil(
-            `HTTP_WORKERS=${side.workers} answers`,
+            `${sideName(side.workers)} answers`,
             async () =>
               (await fetch(`http://127.0.0.1:${service.adminPort}/readyz`).catch(() => null))?.status === 200,
             10 * 60_000,
@@ -128,100 +135,70 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
     assertSameAnswers(requests, compared.differences);
     note(`answers: all ${requests.length} equal`);
 
-    const loads: Record<'orders' | 'articles', WrkRequest[]> = {
-      orders: keyedOrganizations(data).map((org) => ({
-        path: '/api/external-api/v1/orders?limit=50',
-        key: benchKeyOf(org),
-      })),
-      articles: source.listedOf(1).map((id) => ({
-        path: `/api/external-api/v1/orders/${id}/articles`,
-        key: benchKeyOf(1),
-      })),
-    };
-    const results: WorkersBenchResults['sides'] = {};
-    const api: Record<number, Partial<Record<'orders' | 'articles', Load>>> = { 1: {}, [many.workers]: {} };
-    for (const endpoint of ['orders', 'articles'] as const) {
-      const runs = new Map<
-        number,
-        {
-          rps: number;
-          requests: number;
-          seconds: number;
-          p50Ms: number;
-          p99Ms: number;
-          cpuMs: number;
-          wrkCpuMs: number;
-          loadAverage: number;
-        }[]
-      >();
-      for (let round = 0; round < options.rounds; round++) {
-        // ABBA: a drift of the shared machine's speed weighs on both sides alike
-        for (const side of round % 2 === 0 ? [one, many] : [many, one]) {
-          const name = `HTTP_WORKERS=${side.workers} ${endpoint}`;
-          note(`api ${name}: ${options.warmUp} s warm-up, then ${options.seconds} s measured`);
-          if (options.warmUp > 0)
-            await wrk(side.origin, loads[endpoint], options.warmUp, options.connections);
-          const pid = side.service.child.pid ?? 0;
-          const before = treeCpuMs([pid]);
-          const r = await wrk(side.origin, loads[endpoint], options.seconds, options.connections);
-          const cpuMs = treeCpuMs([pid]) - before;
-          if (r.errors > 0) throw new Error(`api ${name}: ${r.errors} requests failed or were refused`);
-          note(
-            `api ${name}: ${r.rps} req/s, p99 ${r.p99Ms} ms, ${((cpuMs * 1000) / r.requests).toFixed(1)} µs server CPU/request, server ${(cpuMs / 1000 / r.seconds).toFixed(2)} cores, wrk ${(r.wrkCpuMs / 1000 / r.seconds).toFixed(2)} cores, load average ${loadavg()[0]!.toFixed(1)}`,
+    const loads = apiLoads(data, source.listedOf(1));
+    const sides = started.map((side): Side => ({
+      name: sideName(side.workers),
+      origin: side.origin,
+      roots: () => [side.service.child.pid ?? 0],
+      checkpoint: () => Promise.resolve(checkpointModel(side.dataDir)),
+      observe: () => {
+        const pid = side.service.child.pid ?? 0;
+        const before = threadTicks(pid);
+        const loops = sampleLoopShares(pid, side.service.httpPort);
+        return () => ({ eventLoops: loops(), threadsCpuMs: threadCpuMs(before, threadTicks(pid)) });
+      },
+    }));
+    const results: WorkersBenchResults['loads'] = {};
+    const ratios: WorkersBenchResults['ratios'] = {};
+    const met: WorkersBenchResults['goal']['met'] = {};
+    for (const connections of [...new Set([options.connections, options.moreConnections])]) {
+      const byEndpoint = {} as Record<Endpoint, RoundsResult>;
+      for (const endpoint of ['orders', 'articles'] as const) {
+        const sequence = writeSequence(requestSequence(loads[endpoint], 200_000, data.seed));
+        try {
+          byEndpoint[endpoint] = await phase(`api ${endpoint}, ${connections} connections`, () =>
+            runRounds(sides, {
+              sequence,
+              seconds: options.seconds,
+              warmUpSeconds: options.warmUp,
+              connections,
+              rounds: options.rounds,
+              rates: () => [],
+              rateConnections: connections,
+              loadSince: load.summary,
+            }),
           );
-          runs.set(side.workers, [
-            ...(runs.get(side.workers) ?? []),
-            { ...r, cpuMs, loadAverage: loadavg()[0]! },
-          ]);
+        } finally {
+          sequence.remove();
         }
       }
-      for (const [workers, measured] of runs) {
-        const requests = measured.reduce((sum, r) => sum + r.requests, 0);
-        const seconds = measured.reduce((sum, r) => sum + r.seconds, 0);
-        const cpuMs = measured.reduce((sum, r) => sum + r.cpuMs, 0);
-        const mean = (values: number[]): number =>
-          Math.round((values.reduce((a, b) => a + b, 0) / values.length) * 1000) / 1000;
-        api[workers]![endpoint] = {
-          rps: Math.round(requests / seconds),
-          p50Ms: mean(measured.map((r) => r.p50Ms)),
-          p99Ms: mean(measured.map((r) => r.p99Ms)),
-          serverCpuMicrosPerRequest: Math.round((cpuMs * 10000) / requests) / 10,
-          serverCores: Math.round((cpuMs / 1000 / seconds) * 100) / 100,
-          wrkCores:
-            Math.round((measured.reduce((sum, r) => sum + r.wrkCpuMs, 0) / 1000 / seconds) * 100) / 100,
-          rounds: measured.map((r) => ({
-            rps: r.rps,
-            p99Ms: r.p99Ms,
-            loadAverage: Math.round(r.loadAverage * 10) / 10,
-          })),
-        };
-      }
-    }
-    for (const side of started) {
-      results[String(side.workers)] = {
-        api: api[side.workers] as { orders: Load; articles: Load },
-        peakRssMb: side.tracked.peaks().rss,
-        peakPssMb: side.tracked.peaks().pss,
+      results[connections] = byEndpoint;
+      ratios[connections] = {
+        orders: roundRatios(byEndpoint.orders, sideName(many.workers), sideName(1), (m) => m.rps),
+        articles: roundRatios(byEndpoint.articles, sideName(many.workers), sideName(1), (m) => m.rps),
+      };
+      met[connections] = {
+        orders: ratios[connections].orders.min >= 1.6,
+        articles: ratios[connections].articles.min >= 1.6,
       };
     }
-    const ratio = (endpoint: 'orders' | 'articles'): number =>
-      Math.round(
-        (results[String(many.workers)]!.api[endpoint].rps / results['1']!.api[endpoint].rps) * 1000,
-      ) / 1000;
-    const ratios = { ordersRps: ratio('orders'), articlesRps: ratio('articles') };
     const summary: WorkersBenchResults = {
-      messages: messages,
+      messages,
+      loadAverage: load.summary(),
       sample: { requests: requests.length, differences: 0 },
-      sides: results,
+      loads: results,
+      memory: Object.fromEntries(
+        started.map((side) => [
+          String(side.workers),
+          { peakRssMb: side.tracked.peaks().rss, peakPssMb: side.tracked.peaks().pss },
+        ]),
+      ),
       ratios,
-      goal: {
-        goal: `${many.workers} workers ≥ 1.6 × the req/s of 1 worker`,
-        orders: ratios.ordersRps >= 1.6,
-        articles: ratios.articlesRps >= 1.6,
-      },
+      goal: { goal: `${many.workers} workers ≥ 1.6 × the req/s of 1 worker in the worst round`, met },
     };
     return { figures: figuresOf(data, summary, many.workers), results: summary };
   } finally {
+    load.stop();
     for (const { service, stopTracking } of running) {
       stopTracking();
       if (service.child.exitCode === null) await service.stop().catch(() => undefined);
@@ -232,46 +209,65 @@ export async function runWorkersBench(options: WorkersBenchOptions): Promise<{
 }
 
 function figuresOf(data: BenchData, r: WorkersBenchResults, workers: number): Figure[] {
-  const load = (l: Load): string =>
-    `${l.rps} req/s, p50 ${l.p50Ms.toFixed(2)} ms, p99 ${l.p99Ms.toFixed(2)} ms; ${l.serverCpuMicrosPerRequest} µs server CPU/request (server ${l.serverCores} cores, wrk ${l.wrkCores}; rounds: ${l.rounds.map((x) => `${x.rps} req/s load ${x.loadAverage}`).join(', ')})`;
-  const one = r.sides['1']!;
-  const many = r.sides[String(workers)]!;
-  return [
+  const figures: Figure[] = [
     {
       name: 'data set',
-      value: `${r.messages} messages: ${data.orders} orders, ${data.organizations} organizations; ${r.sample.requests} sample requests answered alike by both`,
-    },
-    {
-      name: '/orders?limit=50, random organizations',
-      value: `HTTP_WORKERS=${workers}: ${load(many.api.orders)}`,
-      baseline: `HTTP_WORKERS=1: ${load(one.api.orders)}`,
-      ratio: r.ratios.ordersRps,
-      target: `${r.goal.goal}: ${r.goal.orders ? 'met' : 'not met'}`,
-    },
-    {
-      name: '/orders/{id}/articles, listed orders of organization 1',
-      value: `HTTP_WORKERS=${workers}: ${load(many.api.articles)}`,
-      baseline: `HTTP_WORKERS=1: ${load(one.api.articles)}`,
-      ratio: r.ratios.articlesRps,
-      target: `${r.goal.goal}: ${r.goal.articles ? 'met' : 'not met'}`,
-    },
-    {
-      name: 'peak memory of the service process (PSS; RSS)',
-      value: `HTTP_WORKERS=${workers}: ${many.peakPssMb} MB; ${many.peakRssMb} MB`,
-      baseline: `HTTP_WORKERS=1: ${one.peakPssMb} MB; ${one.peakRssMb} MB`,
-      ratio: Math.round((many.peakPssMb / one.peakPssMb) * 1000) / 1000,
+      value: `${r.messages} messages: ${data.orders} orders, ${data.organizations} organizations; ${r.sample.requests} sample requests answered alike by both; load average over the run ${r.loadAverage.mean} (${r.loadAverage.min}–${r.loadAverage.max})`,
     },
   ];
+  const many = sideName(workers);
+  for (const [connections, byEndpoint] of Object.entries(r.loads)) {
+    for (const endpoint of ['orders', 'articles'] as const) {
+      const rounds = byEndpoint[endpoint];
+      const side = (name: string): string => {
+        const rps = sideSpread(rounds, name, (m) => m.rps);
+        const cpu = sideSpread(rounds, name, (m) => m.serverCpuMicrosPerRequest);
+        const cores = sideSpread(rounds, name, (m) => m.serverCores);
+        const wrkCores = sideSpread(rounds, name, (m) => m.wrkCores);
+        const last = rounds.rounds.at(-1)?.closed[name]?.observed as
+          { eventLoops: { connections: number; requests: number }[] } | undefined;
+        const loops = (last?.eventLoops ?? [])
+          .map((l) => `${l.connections} conn/${l.requests} req`)
+          .join(' + ');
+        return `${rps.median} req/s (${rps.min}–${rps.max}), ${cpu.median} µs server CPU/request, server ${cores.median} cores, wrk ${wrkCores.median}; event loops of the last round: ${loops}`;
+      };
+      const ratio = r.ratios[connections]![endpoint];
+      figures.push({
+        name: `${endpoint === 'orders' ? '/orders?limit=50, random organizations' : '/orders/{id}/articles, listed orders of organization 1'}, ${connections} connections`,
+        value: `${many}: ${side(many)}`,
+        baseline: `HTTP_WORKERS=1: ${side(sideName(1))}`,
+        ratio: ratio.median,
+        target: `rounds ${ratio.min}–${ratio.max}; ${r.goal.goal}: ${r.goal.met[connections]![endpoint] ? 'met' : 'not met'}`,
+      });
+    }
+  }
+  const one = r.memory['1']!;
+  const n = r.memory[String(workers)]!;
+  figures.push({
+    name: 'peak memory of the service process (PSS; RSS)',
+    value: `${many}: ${n.peakPssMb} MB; ${n.peakRssMb} MB`,
+    baseline: `HTTP_WORKERS=1: ${one.peakPssMb} MB; ${one.peakRssMb} MB`,
+    ratio: Math.round((n.peakPssMb / one.peakPssMb) * 1000) / 1000,
+  });
+  return figures;
 }
 
 const usage =
-  'usage: npm run bench:workers -- [--orders N] [--workers N] [--seconds N] [--warmup N] [--connections N] [--rounds N]';
+  'usage: npm run bench:workers -- [--orders N] [--workers N] [--seconds N] [--warmup N] [--connections N] [--more-connections N] [--rounds N]';
 
 if (isEntryPoint(import.meta.url)) {
   const n = numericOptions(
-    { orders: 100_000, workers: 2, seconds: 10, warmup: 3, connections: 10, rounds: 2 },
+    {
+      orders: 100_000,
+      workers: 2,
+      seconds: 8,
+      warmup: 5,
+      connections: 10,
+      'more-connections': 40,
+      rounds: 5,
+    },
     usage,
-    { workers: 2, warmup: 0 },
+    { workers: 2 },
   );
   const options: WorkersBenchOptions = {
     data: benchDataOf(n.orders),
@@ -279,6 +275,7 @@ if (isEntryPoint(import.meta.url)) {
     seconds: n.seconds,
     warmUp: n.warmup,
     connections: n.connections,
+    moreConnections: n['more-connections'],
     rounds: n.rounds,
   };
   useBuiltService();

@@ -96,3 +96,83 @@ export function memoryPeaks(
     stop: () => clearInterval(timer),
   };
 }
+
+/** The command line of a process, arguments joined by spaces; empty once it has ended. */
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** CPU ticks of each process of the trees now, with what it is (`classify` of its command line). */
+export function cpuByRole(
+  roots: readonly number[],
+  classify: (command: string, pid: number) => string,
+): Map<number, { role: string; ticks: number }> {
+  return new Map(
+    processTree(roots).map((p) => [p.pid, { role: classify(commandOf(p.pid), p.pid), ticks: p.ticks }]),
+  );
+}
+
+/**
+ * The CPU time by role between two `cpuByRole` samples, ms. A process that ended between them is
+ * lost with its last ticks (its CPU goes to its parent's cutime once reaped: the role of the parent).
+ */
+export function cpuSplitMs(
+  before: ReadonlyMap<number, { role: string; ticks: number }>,
+  after: ReadonlyMap<number, { role: string; ticks: number }>,
+): Record<string, number> {
+  const split: Record<string, number> = {};
+  for (const [pid, now] of after) {
+    const ticks = now.ticks - (before.get(pid)?.ticks ?? 0);
+    split[now.role] = (split[now.role] ?? 0) + (ticks * 1000) / ticksPerSecond;
+  }
+  return split;
+}
+
+/** The machine's load averages, from /proc/loadavg: 1, 5 and 15 minutes. */
+export function loadAverages(): [number, number, number] {
+  const [one, five, fifteen] = readFileSync('/proc/loadavg', 'utf8').split(' ').map(Number);
+  return [one ?? 0, five ?? 0, fifteen ?? 0];
+}
+
+export interface LoadSummary {
+  samples: number;
+  /** the 1-minute load average: its mean, least and most over the samples */
+  mean: number;
+  min: number;
+  max: number;
+}
+
+/**
+ * Samples the 1-minute load average every `intervalMs` until `stop`; `summary(from)` summarises the
+ * samples taken since `from` (Date.now() of a mark), or all of them.
+ */
+export function loadSampler(intervalMs = 1000): {
+  summary: (from?: number) => LoadSummary;
+  stop: () => void;
+} {
+  const samples: { at: number; load: number }[] = [];
+  const sample = (): void => {
+    samples.push({ at: Date.now(), load: loadAverages()[0] });
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  timer.unref();
+  return {
+    summary: (from = 0) => {
+      sample();
+      const loads = samples.filter((s) => s.at >= from).map((s) => s.load);
+      const round = (n: number): number => Math.round(n * 100) / 100;
+      return {
+        samples: loads.length,
+        mean: round(loads.reduce((a, b) => a + b, 0) / Math.max(1, loads.length)),
+        min: round(Math.min(...loads)),
+        max: round(Math.max(...loads)),
+      };
+    },
+    stop: () => clearInterval(timer),
+  };
+}

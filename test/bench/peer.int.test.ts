@@ -1,6 +1,7 @@
 /**
- * The PostgreSQL peer of bench:peer (bench/peers/postgres) on a tiny data set through the real broker:
- * it converges to the service's answers, facts that test the convergence rules included, and the
+ * The PostgreSQL peers of bench:peer (bench/peers/postgres, naive and competent designs) on a tiny
+ * data set through the real broker: each converges to the service's answers, facts that test the
+ * convergence rules included (the competent one's kept counts and cached keys with them), and the
  * check that guards the benchmark's timings reports an answer that differs.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -29,7 +30,8 @@ import {
   type Answer,
 } from '../../bench/peers/compare.js';
 import { peerAppliedMessages, startPeerProcess } from '../../bench/peers/postgres/process.js';
-import { startPeerPostgres } from '../../bench/peers/postgres/server.js';
+import { peerDesigns } from '../../bench/peers/postgres/schema.js';
+import { servingSettings, startPeerPostgres } from '../../bench/peers/postgres/server.js';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { appliedMessages, topicEndOffsets } from '../../tools/model-progress.js';
@@ -146,88 +148,111 @@ function convergenceFacts(removedArticle: { article_id: number; order_id: number
 }
 
 describe('PostgreSQL peer (bench/peers)', () => {
-  it('answers every sample request as the service does after the same facts, and the check reports an altered answer', async () => {
-    const brokers = inject('kafkaBrokers');
-    const kafka = kafkaOf(brokers);
-    const topics = await createBenchTopics(kafka, `peer-test-${Date.now()}`);
-    const data: BenchData = { orders: 300, organizations: 10, largeOrganizationOrders: 60, seed: 3 };
-    await publishBenchData(kafka, topics, data);
-    const dir = mkdtempSync(join(tmpdir(), 'peer-test-'));
-    const dataDir = join(dir, 'data');
-    const postgres = await startPeerPostgres();
-    const service = await startServiceProcess(brokers, topics, dataDir);
-    try {
-      await postgres.createDatabase('orders_peer');
-      const peer = await startPeerProcess({
-        postgres,
-        database: 'orders_peer',
-        brokers,
-        topics,
-        groupId: `peer-test-${Date.now()}`,
-        runtime: 'source',
-      });
+  it.each(peerDesigns)(
+    '%s: answers every sample request as the service does after the same facts, and the check reports an altered answer',
+    async (design) => {
+      const brokers = inject('kafkaBrokers');
+      const kafka = kafkaOf(brokers);
+      const topics = await createBenchTopics(kafka, `peer-test-${Date.now()}`);
+      const data: BenchData = { orders: 300, organizations: 10, largeOrganizationOrders: 60, seed: 3 };
+      await publishBenchData(kafka, topics, data);
+      const dir = mkdtempSync(join(tmpdir(), 'peer-test-'));
+      const dataDir = join(dir, 'data');
+      const postgres = await startPeerPostgres(design === 'naive' ? {} : servingSettings(64 * 2 ** 20));
+      const service = await startServiceProcess(brokers, topics, dataDir);
       try {
-        const caughtUp = async (): Promise<void> => {
-          const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
-          await waitUntil('the service has caught up', () => appliedMessages(dataDir) >= total, 30_000);
-          await waitUntil(
-            'the peer has caught up',
-            async () => (await peerAppliedMessages(postgres, 'orders_peer')) >= total,
-            30_000,
-          );
-        };
-        await caughtUp();
-        const modelFile = new ModelFiles(dataDir).currentFile()!;
-        const model = new Database(modelFile, { readonly: true });
-        const removedArticle = model
-          .prepare('SELECT article_id, order_id FROM articles WHERE order_id = 5 AND removed = 0 LIMIT 1')
-          .get() as { article_id: number; order_id: number } | undefined;
-        model.close();
-        await publish(kafka, topics, convergenceFacts(removedArticle ?? { article_id: 11, order_id: 5 }));
-        await caughtUp();
-
-        const requests = sampleRequests(sampleSourceOf(modelFile, data));
-        const compared = await compareAnswers(`http://127.0.0.1:${service.httpPort}`, peer.origin, requests);
-        expect(compared.differences).toEqual([]);
-        expect(() => assertSameAnswers(requests, compared.differences)).not.toThrow();
-        // the facts above took effect on both sides
-        const org2 = await answerOf(peer.origin, {
-          path: '/api/external-api/v1/orders?limit=200',
-          authorization: `Bearer ${benchKeyOf(2)}`,
+        await postgres.createDatabase('orders_peer');
+        const peer = await startPeerProcess({
+          postgres,
+          database: 'orders_peer',
+          brokers,
+          topics,
+          groupId: `peer-test-${Date.now()}`,
+          runtime: 'source',
+          design,
         });
-        const ids = (org2.body as { data: { id: number; order_status: string }[] }).data.map((o) => o.id);
-        expect(ids.indexOf(100002)).toBeLessThan(ids.indexOf(100001));
-        expect(ids.indexOf(100003)).toBe(ids.indexOf(100002) - 1);
-        expect(ids).toContain(100000);
+        try {
+          const caughtUp = async (): Promise<void> => {
+            const total = await topicEndOffsets(endOffsetsVia(kafka), Object.values(topics));
+            await waitUntil('the service has caught up', () => appliedMessages(dataDir) >= total, 30_000);
+            await waitUntil(
+              'the peer has caught up',
+              async () => (await peerAppliedMessages(postgres, 'orders_peer')) >= total,
+              30_000,
+            );
+          };
+          await caughtUp();
+          const modelFile = new ModelFiles(dataDir).currentFile()!;
+          const model = new Database(modelFile, { readonly: true });
+          const removedArticle = model
+            .prepare('SELECT article_id, order_id FROM articles WHERE order_id = 5 AND removed = 0 LIMIT 1')
+            .get() as { article_id: number; order_id: number } | undefined;
+          model.close();
+          // the key revoked below answers before its revocation (and a key cache holds it then)
+          const beforeRevocation = await answerOf(peer.origin, {
+            path: '/api/external-api/v1/orders?limit=1',
+            authorization: `Bearer ${benchKeyOf(10)}`,
+          });
+          expect(beforeRevocation.status).toBe(200);
+          await publish(kafka, topics, convergenceFacts(removedArticle ?? { article_id: 11, order_id: 5 }));
+          await caughtUp();
 
-        // one answer altered: one title of one page
-        const page = compared.peer.findIndex(
-          (a) =>
-            a.status === 200 &&
-            ((a.body as { data?: unknown[] }).data?.length ?? 0) > 0 &&
-            'total' in (a.body as object),
-        );
-        const altered: Answer[] = compared.peer.map((answer, i) =>
-          i === page ? { ...answer, body: structuredClone(answer.body) } : answer,
-        );
-        (altered[page]!.body as { data: { press_release_title: string }[] }).data[0]!.press_release_title +=
-          ' ';
-        const found = differences(requests, compared.service, altered);
-        expect(found).toHaveLength(1);
-        expect(found[0]).toContain(requests[page]!.path);
-        expect(() => assertSameAnswers(requests, found)).toThrow(
-          /answer 1 of \d+ sample requests differently/,
-        );
-        // a status code alone differs
-        const recoded = compared.peer.map((answer, i) => (i === 0 ? { ...answer, status: 500 } : answer));
-        expect(differences(requests, compared.service, recoded)).toHaveLength(1);
+          const requests = sampleRequests(sampleSourceOf(modelFile, data));
+          const compared = await compareAnswers(
+            `http://127.0.0.1:${service.httpPort}`,
+            peer.origin,
+            requests,
+          );
+          expect(compared.differences).toEqual([]);
+          expect(() => assertSameAnswers(requests, compared.differences)).not.toThrow();
+          // the facts above took effect on both sides
+          const org2 = await answerOf(peer.origin, {
+            path: '/api/external-api/v1/orders?limit=200',
+            authorization: `Bearer ${benchKeyOf(2)}`,
+          });
+          const ids = (org2.body as { data: { id: number; order_status: string }[] }).data.map((o) => o.id);
+          expect(ids.indexOf(100002)).toBeLessThan(ids.indexOf(100001));
+          expect(ids.indexOf(100003)).toBe(ids.indexOf(100002) - 1);
+          expect(ids).toContain(100000);
+
+          // the competent design reaches its server over the Unix socket (client_port -1), the naive over TCP
+          const transports = await postgres.query<{ socket: boolean }>(
+            'orders_peer',
+            `SELECT DISTINCT client_port < 0 AS socket FROM pg_stat_activity
+            WHERE datname = 'orders_peer' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+          );
+          expect(transports.map((row) => row.socket)).toEqual([design === 'competent']);
+
+          // one answer altered: one title of one page
+          const page = compared.peer.findIndex(
+            (a) =>
+              a.status === 200 &&
+              ((a.body as { data?: unknown[] }).data?.length ?? 0) > 0 &&
+              'total' in (a.body as object),
+          );
+          const altered: Answer[] = compared.peer.map((answer, i) =>
+            i === page ? { ...answer, body: structuredClone(answer.body) } : answer,
+          );
+          (altered[page]!.body as { data: { press_release_title: string }[] }).data[0]!.press_release_title +=
+            ' ';
+          const found = differences(requests, compared.service, altered);
+          expect(found).toHaveLength(1);
+          expect(found[0]).toContain(requests[page]!.path);
+          expect(() => assertSameAnswers(requests, found)).toThrow(
+            /answer 1 of \d+ sample requests differently/,
+          );
+          // a status code alone differs
+          const recoded = compared.peer.map((answer, i) => (i === 0 ? { ...answer, status: 500 } : answer));
+          expect(differences(requests, compared.service, recoded)).toHaveLength(1);
+        } finally {
+          await peer.stop();
+        }
       } finally {
-        await peer.stop();
+        await service.stop();
+        await postgres.stop();
+        rmSync(dir, { recursive: true, force: true });
       }
-    } finally {
-      await service.stop();
-      await postgres.stop();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

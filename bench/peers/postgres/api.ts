@@ -1,12 +1,17 @@
 /**
  * The peer's External Orders API (SPEC.md, with the answers DESIGN.md chose where SPEC is silent):
- * Fastify, node-postgres, a bearer key looked up by its SHA-256 on every request, one statement for a
- * page with its total and one for an order with its articles. Responses are serialized through
- * Fastify's response schemas.
+ * Fastify, node-postgres, one statement for a page with its total and one for an order with its
+ * articles. Responses are serialized through Fastify's response schemas.
+ *
+ * The naive design looks the bearer key up by its SHA-256 on every request and counts the
+ * organization's listed orders for every page. The competent one reads the total from the counts its
+ * projector keeps, and remembers the organization of each active key it has looked up until its own
+ * projector commits a batch of API keys (`KeyCache`), as the service does.
  */
 import { hash } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Pool } from 'pg';
+import type { PeerDesign } from './schema.js';
 
 const prefix = '/api/external-api/v1';
 
@@ -108,24 +113,35 @@ function integerParam(value: unknown): number | null {
 const pageColumns = `o.order_id, o.title, o.listed_status, o.distribution_ms, o.created_ms`;
 const newestFirst = `ORDER BY created_ms DESC, created_sub DESC, order_id DESC LIMIT $2 OFFSET $3`;
 
+const pageOf = (
+  where: string,
+): string => `LEFT JOIN LATERAL (SELECT order_id, title, listed_status, distribution_ms, created_ms FROM orders
+      WHERE org_id = $1 AND ${where} ${newestFirst}) o ON true`;
+const listedAll = 'listed_status IS NOT NULL';
+const listedWith = 'listed_status = $4';
+
 /** The page and the total in one statement: a row per order, or one row of NULLs with the total. */
-const pageSql = {
-  all: `SELECT t.total, ${pageColumns}
-    FROM (SELECT count(*) AS total FROM orders WHERE org_id = $1 AND listed_status IS NOT NULL) t
-    LEFT JOIN LATERAL (SELECT order_id, title, listed_status, distribution_ms, created_ms FROM orders
-      WHERE org_id = $1 AND listed_status IS NOT NULL ${newestFirst}) o ON true`,
-  byStatus: `SELECT t.total, ${pageColumns}
-    FROM (SELECT count(*) AS total FROM orders WHERE org_id = $1 AND listed_status = $4) t
-    LEFT JOIN LATERAL (SELECT order_id, title, listed_status, distribution_ms, created_ms FROM orders
-      WHERE org_id = $1 AND listed_status = $4 ${newestFirst}) o ON true`,
+export const pageSql: Record<PeerDesign, { all: string; byStatus: string }> = {
+  naive: {
+    all: `SELECT t.total, ${pageColumns}
+    FROM (SELECT count(*) AS total FROM orders WHERE org_id = $1 AND ${listedAll}) t ${pageOf(listedAll)}`,
+    byStatus: `SELECT t.total, ${pageColumns}
+    FROM (SELECT count(*) AS total FROM orders WHERE org_id = $1 AND ${listedWith}) t ${pageOf(listedWith)}`,
+  },
+  competent: {
+    all: `SELECT t.total, ${pageColumns}
+    FROM (SELECT coalesce(sum(n), 0)::bigint AS total FROM org_order_counts WHERE org_id = $1) t ${pageOf(listedAll)}`,
+    byStatus: `SELECT t.total, ${pageColumns}
+    FROM (SELECT coalesce(sum(n), 0)::bigint AS total FROM org_order_counts WHERE org_id = $1 AND listed_status = $4) t ${pageOf(listedWith)}`,
+  },
 };
 
-const articlesSql = `SELECT o.title, a.article_id, a.article_url, a.website_domain, a.published_ms
+export const articlesSql = `SELECT o.title, a.article_id, a.article_url, a.website_domain, a.published_ms
   FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND NOT a.removed
   WHERE o.order_id = $1 AND o.org_id = $2 AND o.listed_status IS NOT NULL
   ORDER BY a.published_ms DESC, a.article_id DESC`;
 
-const orgOfKeySql = `SELECT org_id FROM api_keys WHERE key_sha256 = $1 AND NOT revoked LIMIT 1`;
+export const orgOfKeySql = `SELECT org_id FROM api_keys WHERE key_sha256 = $1 AND NOT revoked LIMIT 1`;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -155,21 +171,58 @@ interface ArticleRow {
   published_ms: number;
 }
 
-export async function buildPeerApp(pool: Pool): Promise<FastifyInstance> {
+/**
+ * The organizations of active keys looked up, by key SHA-256, until the projector of the same
+ * process commits a batch of API keys (`invalidate`). A lookup that started before an invalidation
+ * is not remembered: it may have read the key before its revocation.
+ */
+export class KeyCache {
+  private readonly orgs = new Map<string, number>();
+  private generation = 0;
+
+  constructor(private readonly capacity = 10_000) {}
+
+  invalidate(): void {
+    this.generation += 1;
+    this.orgs.clear();
+  }
+
+  async orgOf(keyHash: string, lookUp: () => Promise<number | undefined>): Promise<number | undefined> {
+    const known = this.orgs.get(keyHash);
+    if (known !== undefined) return known;
+    const generation = this.generation;
+    const org = await lookUp();
+    if (org !== undefined && generation === this.generation && this.orgs.size < this.capacity)
+      this.orgs.set(keyHash, org);
+    return org;
+  }
+}
+
+export async function buildPeerApp(
+  pool: Pool,
+  design: PeerDesign,
+  keyCache?: KeyCache,
+): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
   app.decorateRequest('orgId', 0);
+  const pages = pageSql[design];
 
+  const lookUp = (keyHash: string) => async (): Promise<number | undefined> =>
+    (
+      await pool.query<{ org_id: number }>({
+        name: 'peer-org-of-key',
+        text: orgOfKeySql,
+        values: [keyHash],
+      })
+    ).rows[0]?.org_id;
   const authenticate = async (header: string | string[] | undefined): Promise<number | ErrorBody> => {
     if (header === undefined || header === '') return errors.missingKey;
     if (Array.isArray(header)) return errors.manyKeys;
     const key = /^Bearer +(\S+) *$/i.exec(header)?.[1];
     if (key === undefined || key.length > 512) return errors.malformedKey;
-    const { rows } = await pool.query<{ org_id: number }>({
-      name: 'peer-org-of-key',
-      text: orgOfKeySql,
-      values: [hash('sha256', key, 'hex')],
-    });
-    return rows[0]?.org_id ?? errors.unknownKey;
+    const keyHash = hash('sha256', key, 'hex');
+    const org = await (keyCache === undefined ? lookUp(keyHash)() : keyCache.orgOf(keyHash, lookUp(keyHash)));
+    return org ?? errors.unknownKey;
   };
 
   app.setNotFoundHandler(async (request, reply) => {
@@ -208,12 +261,12 @@ export async function buildPeerApp(pool: Pool): Promise<FastifyInstance> {
             status === 'all'
               ? await pool.query<PageRow>({
                   name: 'peer-page-all',
-                  text: pageSql.all,
+                  text: pages.all,
                   values: [request.orgId, limit, offset],
                 })
               : await pool.query<PageRow>({
                   name: 'peer-page-by-status',
-                  text: pageSql.byStatus,
+                  text: pages.byStatus,
                   values: [request.orgId, limit, offset, status],
                 });
           return {

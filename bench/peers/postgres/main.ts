@@ -4,14 +4,20 @@
  *
  *   PEER_PG_URL=postgres://user:password@127.0.0.1:port/db KAFKA_BROKERS=… TOPIC_ORDERS=… TOPIC_ORDER_STATUS=…
  *   TOPIC_ARTICLES=… TOPIC_API_KEYS=… PEER_GROUP_ID=… PEER_HTTP_PORT=… [PEER_PARTITIONS_CONCURRENTLY=3]
- *   node dist/peer/bench/peers/postgres/main.js
+ *   [PEER_DESIGN=naive|competent] node dist/peer/bench/peers/postgres/main.js
+ *
+ * The naive design answers from a pool of 10 connections; the competent one from a pool of one
+ * connection per core (more cannot run at once on this machine, and each costs a backend's memory),
+ * with its key cache invalidated by its own projector. PEER_PG_URL names the server's Unix socket for
+ * the competent design (`process.ts`).
  */
+import { availableParallelism } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import type { TopicRole } from '../../../schemas/events.js';
-import { buildPeerApp } from './api.js';
+import { buildPeerApp, KeyCache } from './api.js';
 import { startPeerProjector } from './projector.js';
-import { peerSchemaSql } from './schema.js';
+import { peerDesigns, peerSchemaSql, type PeerDesign } from './schema.js';
 
 // bigint columns (ids, epoch milliseconds, counts) as numbers: every one of them is a safe integer.
 pg.types.setTypeParser(pg.types.builtins.INT8, Number);
@@ -29,6 +35,8 @@ const topics: Record<TopicRole, string> = {
   apiKeys: env('TOPIC_API_KEYS'),
 };
 const partitionsConcurrently = Number(process.env['PEER_PARTITIONS_CONCURRENTLY'] ?? 3);
+const design = (process.env['PEER_DESIGN'] ?? 'naive') as PeerDesign;
+if (!peerDesigns.includes(design)) throw new Error(`PEER_DESIGN must be one of ${peerDesigns.join(', ')}`);
 
 const connectionString = env('PEER_PG_URL');
 // The projector commits without waiting for the WAL flush, as the service's SQLite (WAL, synchronous
@@ -38,9 +46,10 @@ const projectorPool = new pg.Pool({
   max: partitionsConcurrently,
   options: '-c synchronous_commit=off',
 });
-const apiPool = new pg.Pool({ connectionString, max: 10 });
+const apiPool = new pg.Pool({ connectionString, max: design === 'naive' ? 10 : availableParallelism() });
 
-await projectorPool.query(peerSchemaSql);
+await projectorPool.query(peerSchemaSql(design));
+const keyCache = design === 'competent' ? new KeyCache() : undefined;
 const kafka = new Kafka({
   clientId: 'peer-postgres',
   brokers: env('KAFKA_BROKERS').split(','),
@@ -52,8 +61,12 @@ const consumer = await startPeerProjector({
   topics,
   groupId: env('PEER_GROUP_ID'),
   partitionsConcurrently,
+  design,
+  committed: (batch) => {
+    if (batch.apiKeys.size > 0) keyCache?.invalidate();
+  },
 });
-const app = await buildPeerApp(apiPool);
+const app = await buildPeerApp(apiPool, design, keyCache);
 await app.listen({ host: '127.0.0.1', port: Number(env('PEER_HTTP_PORT')) });
 console.log(`listening ${env('PEER_HTTP_PORT')}`);
 

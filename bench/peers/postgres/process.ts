@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { TopicRole } from '../../../schemas/events.js';
 import { projectRoot, waitUntil } from '../../../tools/harness.js';
 import { freePort } from '../../../tools/local-kafka.js';
+import type { PeerDesign } from './schema.js';
 import type { PeerPostgres } from './server.js';
 
 /** How the peer runs: its TypeScript through tsx (tests), or compiled by `buildPeer` (the benchmark). */
@@ -38,7 +39,10 @@ export async function startPeerProcess(options: {
   groupId: string;
   runtime: PeerRuntime;
   partitionsConcurrently?: number;
+  /** naive unless said; the competent design connects over the server's Unix socket */
+  design?: PeerDesign;
 }): Promise<PeerProcess> {
+  const design = options.design ?? 'naive';
   const port = await freePort();
   const entry =
     options.runtime === 'dist'
@@ -50,7 +54,11 @@ export async function startPeerProcess(options: {
     env: {
       PATH: process.env['PATH'],
       HOME: process.env['HOME'],
-      PEER_PG_URL: options.postgres.url(options.database),
+      PEER_PG_URL:
+        design === 'naive'
+          ? options.postgres.url(options.database)
+          : options.postgres.socketUrl(options.database),
+      PEER_DESIGN: design,
       KAFKA_BROKERS: options.brokers,
       TOPIC_ORDERS: options.topics.orders,
       TOPIC_ORDER_STATUS: options.topics.orderStatus,

@@ -9,6 +9,7 @@ import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
 import { DomainEvent, topicRoleOfType, type TopicRole } from '../../../schemas/events.js';
+import type { PeerDesign } from './schema.js';
 
 /** A fact's place in "last writer wins": occurred_at to the nanosecond, removals first on ties, event id. */
 interface Version {
@@ -233,6 +234,26 @@ const upsertOrdersSql = `INSERT INTO orders AS o (${orderColumns.map((c) => c.na
     .join(',\n    ')}
   WHERE ${orderGroups.map((g) => newer(`${g}_v`)).join(' OR ')}`;
 
+/**
+ * The same upsert, and in the same statement the listed orders per organization and status: each
+ * changed row takes one from its old (organization, listed status) and adds one to its new one
+ * (PostgreSQL 18's `RETURNING old.*, new.*`; an inserted row's old values are NULL). Counters are
+ * written in key order, as the rows are, so that concurrent batches lock them in the same order.
+ */
+const upsertOrdersCountedSql = `WITH changed AS (
+  ${upsertOrdersSql}
+  RETURNING old.org_id AS old_org, old.listed_status AS old_status, new.org_id AS new_org, new.listed_status AS new_status
+), deltas AS (
+  SELECT org_id, listed_status, sum(d) AS d FROM (
+    SELECT old_org, old_status, -1 FROM changed WHERE old_status IS NOT NULL
+    UNION ALL SELECT new_org, new_status, 1 FROM changed WHERE new_status IS NOT NULL
+  ) AS x (org_id, listed_status, d)
+  GROUP BY org_id, listed_status HAVING sum(d) <> 0
+)
+INSERT INTO org_order_counts AS c (org_id, listed_status, n)
+  SELECT org_id, listed_status, d FROM deltas ORDER BY org_id, listed_status
+  ON CONFLICT (org_id, listed_status) DO UPDATE SET n = c.n + excluded.n`;
+
 const versionColumns: Column[] = [
   { name: 'v_ms', type: 'bigint' },
   { name: 'v_sub', type: 'integer' },
@@ -309,17 +330,22 @@ function orderParameters(orders: Map<number, OrderPatch>): Value[][] {
 /** Writes a reduced batch and its partition's next offset in the transaction of `client`. */
 export async function writeBatch(
   client: PoolClient,
+  design: PeerDesign,
   topic: string,
   partition: number,
   nextOffset: string,
   batch: ReducedBatch,
 ): Promise<void> {
   if (batch.orders.size > 0)
-    await client.query({
-      name: 'peer-upsert-orders',
-      text: upsertOrdersSql,
-      values: orderParameters(batch.orders),
-    });
+    await client.query(
+      design === 'naive'
+        ? { name: 'peer-upsert-orders', text: upsertOrdersSql, values: orderParameters(batch.orders) }
+        : {
+            name: 'peer-upsert-orders-counted',
+            text: upsertOrdersCountedSql,
+            values: orderParameters(batch.orders),
+          },
+    );
   if (batch.articles.size > 0) {
     const { keys, columns } = columnsOf(batch.articles, 5);
     await client.query({ name: 'peer-upsert-articles', text: upsertArticlesSql, values: [keys, ...columns] });
@@ -372,6 +398,9 @@ export interface PeerProjectorOptions {
   groupId: string;
   /** batches of different partitions written at the same time, each on its own connection */
   partitionsConcurrently: number;
+  design: PeerDesign;
+  /** after each batch's commit, with what the batch changed */
+  committed?: (batch: ReducedBatch) => void;
 }
 
 /** Starts consuming from the offsets stored in PostgreSQL (the start of each topic when none is). */
@@ -395,7 +424,10 @@ export async function startPeerProjector(options: PeerProjectorOptions): Promise
       const reduced = reduceBatch(role, batch.messages);
       const last = batch.messages[batch.messages.length - 1]!.offset;
       const next = String(BigInt(last) + 1n);
-      await inTransaction(pool, (client) => writeBatch(client, batch.topic, batch.partition, next, reduced));
+      await inTransaction(pool, (client) =>
+        writeBatch(client, options.design, batch.topic, batch.partition, next, reduced),
+      );
+      options.committed?.(reduced);
       payload.resolveOffset(last);
       await payload.heartbeat();
     },

@@ -1,3 +1,8 @@
+/** How the peer is built: as a first version would be, or as a team that measured it would build it. */
+export type PeerDesign = 'naive' | 'competent';
+
+export const peerDesigns: readonly PeerDesign[] = ['naive', 'competent'];
+
 /**
  * The peer's tables in PostgreSQL: the same projection as the service's (EVENTS.md), laid out the way
  * a team on PostgreSQL would lay it out. Never part of the product (bench/README, "PostgreSQL peer").
@@ -9,8 +14,12 @@
  * Every field group of an order keeps the version of the fact that set it (`*_v_ms`, `*_v_sub`,
  * `*_v_id`); `listed_status` is derived by PostgreSQL itself. Event ids compare byte-wise (`COLLATE "C"`),
  * as the service compares them.
+ *
+ * The two designs share the tables; they differ in their indexes and in the counts the competent one
+ * keeps (`org_order_counts`, written in each batch's transaction), so that a page's total is one row
+ * read instead of a count of the organization's orders.
  */
-export const peerSchemaSql = `
+const tablesSql = `
 CREATE TABLE IF NOT EXISTS orders (
   order_id           bigint PRIMARY KEY,
   org_id             bigint,
@@ -46,16 +55,6 @@ CREATE TABLE IF NOT EXISTS orders (
     END END) STORED
 );
 
--- Newest-first pages of an organization's listed orders, and their total.
-CREATE INDEX IF NOT EXISTS orders_listed_newest
-  ON orders (org_id, created_ms DESC, created_sub DESC, order_id DESC)
-  WHERE listed_status IS NOT NULL;
-
--- The same per status: pages filtered by status, and the totals by status.
-CREATE INDEX IF NOT EXISTS orders_listed_by_status_newest
-  ON orders (org_id, listed_status, created_ms DESC, created_sub DESC, order_id DESC)
-  WHERE listed_status IS NOT NULL;
-
 CREATE TABLE IF NOT EXISTS articles (
   article_id     bigint PRIMARY KEY,
   order_id       bigint NOT NULL,
@@ -68,11 +67,6 @@ CREATE TABLE IF NOT EXISTS articles (
   v_rank         smallint NOT NULL,
   v_id           text COLLATE "C" NOT NULL
 );
-
--- The articles of an order, newest first.
-CREATE INDEX IF NOT EXISTS articles_of_order
-  ON articles (order_id, published_ms DESC, article_id DESC)
-  WHERE NOT removed;
 
 CREATE TABLE IF NOT EXISTS api_keys (
   key_id     text PRIMARY KEY,
@@ -106,3 +100,59 @@ CREATE TABLE IF NOT EXISTS dead_letters (
   PRIMARY KEY (topic, partition, "offset")
 );
 `;
+
+const naiveIndexesSql = `
+-- Newest-first pages of an organization's listed orders, and their total.
+CREATE INDEX IF NOT EXISTS orders_listed_newest
+  ON orders (org_id, created_ms DESC, created_sub DESC, order_id DESC)
+  WHERE listed_status IS NOT NULL;
+
+-- The same per status: pages filtered by status, and the totals by status.
+CREATE INDEX IF NOT EXISTS orders_listed_by_status_newest
+  ON orders (org_id, listed_status, created_ms DESC, created_sub DESC, order_id DESC)
+  WHERE listed_status IS NOT NULL;
+
+-- The articles of an order, newest first.
+CREATE INDEX IF NOT EXISTS articles_of_order
+  ON articles (order_id, published_ms DESC, article_id DESC)
+  WHERE NOT removed;
+`;
+
+/**
+ * Covering indexes: each holds every column its statement returns (INCLUDE), so that a page or an
+ * order's articles is read by an index-only scan, without a heap fetch per row once VACUUM has set
+ * the visibility map.
+ */
+const competentIndexesSql = `
+CREATE INDEX IF NOT EXISTS orders_listed_newest_covering
+  ON orders (org_id, created_ms DESC, created_sub DESC, order_id DESC)
+  INCLUDE (title, listed_status, distribution_ms)
+  WHERE listed_status IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS orders_listed_by_status_newest_covering
+  ON orders (org_id, listed_status, created_ms DESC, created_sub DESC, order_id DESC)
+  INCLUDE (title, distribution_ms)
+  WHERE listed_status IS NOT NULL;
+
+-- The order of an articles request: its organization and title without the row.
+CREATE INDEX IF NOT EXISTS orders_listed_by_id_covering
+  ON orders (order_id) INCLUDE (org_id, title)
+  WHERE listed_status IS NOT NULL;
+
+CREATE INDEX IF NOT EXISTS articles_of_order_covering
+  ON articles (order_id, published_ms DESC, article_id DESC)
+  INCLUDE (article_url, website_domain)
+  WHERE NOT removed;
+
+-- Listed orders per organization and listed status, kept by the batch that changes them.
+CREATE TABLE IF NOT EXISTS org_order_counts (
+  org_id        bigint NOT NULL,
+  listed_status text NOT NULL,
+  n             bigint NOT NULL,
+  PRIMARY KEY (org_id, listed_status)
+);
+`;
+
+export function peerSchemaSql(design: PeerDesign): string {
+  return tablesSql + (design === 'naive' ? naiveIndexesSql : competentIndexesSql);
+}

@@ -20,8 +20,12 @@ export interface PeerPostgres {
   dataDir: string;
   /** the postmaster's process id: the root of the server's process tree */
   pid: () => number;
-  /** a connection string for `database` */
+  /** a connection string for `database` over TCP on 127.0.0.1 */
   url: (database: string) => string;
+  /** a connection string for `database` over the server's Unix socket */
+  socketUrl: (database: string) => string;
+  /** the settings given at start, beside PostgreSQL's defaults */
+  settings: Readonly<Record<string, string>>;
   createDatabase: (name: string) => Promise<void>;
   dropDatabase: (name: string) => Promise<void>;
   /** runs one statement as the superuser in `database` */
@@ -41,7 +45,25 @@ export function directoryBytes(dir: string): number {
   return bytes;
 }
 
-export async function startPeerPostgres(): Promise<PeerPostgres> {
+/**
+ * What a team would set for a server that holds the model and serves it: `shared_buffers` that hold
+ * the whole database (`expectedBytes`, with room for its growth), the planner told that pages are in
+ * memory (`random_page_cost`, `effective_cache_size`), no JIT for statements of a few rows, and
+ * checkpoints spaced for a bulk load. Commits stay asynchronous for the projector alone
+ * (`synchronous_commit=off` on its connections, `main.ts`).
+ */
+export function servingSettings(expectedBytes: number): Record<string, string> {
+  const mb = Math.max(128, Math.ceil((expectedBytes * 1.25) / 2 ** 20));
+  return {
+    shared_buffers: `${mb}MB`,
+    effective_cache_size: `${mb * 2}MB`,
+    random_page_cost: '1.1',
+    jit: 'off',
+    max_wal_size: '4GB',
+  };
+}
+
+export async function startPeerPostgres(settings: Record<string, string> = {}): Promise<PeerPostgres> {
   const root = mkdtempSync(join(tmpdir(), 'peer-postgres-'));
   chmodSync(root, 0o755);
   const dataDir = join(root, 'data');
@@ -56,11 +78,19 @@ export async function startPeerPostgres(): Promise<PeerPostgres> {
     createPostgresUser: userInfo().uid === 0,
     onLog: (message) => appendFileSync(log, message),
     onError: (error) => appendFileSync(log, `${String(error)}\n`),
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=${dataDir}`],
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      `unix_socket_directories=${dataDir}`,
+      ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    ],
   });
   await server.initialise();
   await server.start();
   const url = (database: string): string => `postgres://${user}:${password}@127.0.0.1:${port}/${database}`;
+  const socketUrl = (database: string): string =>
+    `postgres://${user}:${password}@/${database}?host=${encodeURIComponent(dataDir)}&port=${port}`;
   // one connection per database, kept: a benchmark polls its progress many times a second
   const clients = new Map<string, Promise<pg.Client>>();
   const clientOf = (database: string): Promise<pg.Client> => {
@@ -88,6 +118,8 @@ export async function startPeerPostgres(): Promise<PeerPostgres> {
     dataDir,
     pid: () => Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]),
     url,
+    socketUrl,
+    settings,
     query,
     createDatabase: async (name) => {
       await query('postgres', `CREATE DATABASE ${pg.escapeIdentifier(name)}`);
