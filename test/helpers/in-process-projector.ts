@@ -7,6 +7,8 @@ import type { RunningProjector, StartProjector } from '../../src/consumer/projec
 import type { Logger } from '../../src/logger.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { dirname } from 'node:path';
 
 export function inProcessProjectors(
   port: KafkaPort,
@@ -54,6 +56,8 @@ export function inProcessProjectors(
           spec.onBatch(topic, partition, outcome);
         },
         onUnreadable: (batch) => spec.onUnreadable?.(batch),
+        // as the service's threads: the skips recorded in the model's data directory
+        operatorSkips: () => new ModelFiles(dirname(spec.file)).operatorSkips(),
       });
       return {
         positions: () => positions,

@@ -190,6 +190,36 @@ describe('the keys store', () => {
     );
   });
 
+  it('moves past a keys batch an operator skipped, with one dead letter, and reads on', async () => {
+    const dir = dataDir();
+    const f = started(lifecycleFixture(dir));
+    const partition = f.kafka.partitionOf('test-api-key-of-org-1');
+    f.kafka.makeUnreadableBatch(testTopics.apiKeys, partition, 0, 0, 'a codec the client lacks');
+    f.publish([issueKeyOf(1, at(1)), revokeKeyOf(1, 2)]);
+    await waitUntil('the batch is reported', async () => {
+      await f.tick();
+      return f.lifecycle.health().reasons.some((r) => r.includes('cannot be read at offset 0'));
+    });
+    f.files.recordOperatorSkip({
+      topic: testTopics.apiKeys,
+      partition,
+      firstOffset: 0,
+      lastOffset: 0,
+      reason: 'a producer bug',
+      by: 'test@host',
+      at: new Date().toISOString(),
+    });
+    await waitUntil('past the batch: the revocation after it is read', async () => {
+      await f.tick();
+      return f.lifecycle.health().ready;
+    });
+    expect(orgOf(f, 1)).toBeNull();
+    const keys = openReadModel(keysFile(dir), { readonly: true });
+    const letters = keys.prepare('SELECT "offset", reason FROM dead_letters').all();
+    keys.close();
+    expect(letters).toEqual([{ offset: 0, reason: 'skipped_by_operator' }]);
+  });
+
   it('answers with its predecessor of an older projection version until it has reached it, then retires it', async () => {
     const dir = dataDir();
     const events = [issueKeyOf(1, at(1)), issueKeyOf(2, at(1)), revokeKeyOf(1, 2)];
