@@ -106,6 +106,8 @@ export const targetedOperations = {
   revokeDuringCatchUp: 'revoke-during-catch-up',
   revokeCachedKey: 'revoke-cached-key',
   garbledPointer: 'garbled-pointer',
+  revokeAfterBrokerRestart: 'revoke-after-broker-restart',
+  skipKeysBatchDuringCatchUp: 'skip-keys-batch-during-catch-up',
 } as const;
 type TargetedOperation = keyof typeof targetedOperations;
 
@@ -258,6 +260,8 @@ class Campaign {
         revokeDuringCatchUp: up && running > 0 ? 1.5 : 0,
         revokeCachedKey: up && running > 0 ? 2 : 0,
         garbledPointer: running > 0 ? 0.5 : 0,
+        revokeAfterBrokerRestart: up && all ? 0.7 : 0,
+        skipKeysBatchDuringCatchUp: unreadable ? 0.7 : 0,
       };
       if (Object.values(weights).some((w) => w > 0)) return this.targeted.weighted(weights);
     }
@@ -463,6 +467,10 @@ class Campaign {
         return this.named(op, await this.revokeCachedKey());
       case 'garbledPointer':
         return this.named(op, await this.garbledPointer());
+      case 'revokeAfterBrokerRestart':
+        return this.named(op, await this.revokeAfterBrokerRestart());
+      case 'skipKeysBatchDuringCatchUp':
+        return this.named(op, await this.skipKeysBatchDuringCatchUp());
     }
   }
 
@@ -508,9 +516,8 @@ class Campaign {
       chosen.flatMap((role) => [0, 1, 2].map((p) => this.unreadableBatch(role, p, false))),
     );
     const found = batches.filter((b): b is SkippedBatch => b !== null);
-    await Promise.all(
-      this.replicas.map((replica) => Promise.all(found.map((batch) => this.skipBatch(replica, batch)))),
-    );
+    for (const replica of this.replicas)
+      await Promise.all(found.map((batch) => this.skipBatch(replica, batch)));
     for (const replica of this.replicas) await this.rebuildPassesSkips(replica, found);
     return `unreadable batches on the three partitions of ${chosen.map((r) => this.topics[r]).join(' and ')}; on each replica skip-batch ×${found.length} at once, then a rebuild`;
   }
@@ -591,45 +598,69 @@ class Campaign {
   }
 
   /**
-   * A new key asked through one request thread alone (so that only that thread has it cached),
-   * then revoked, and asked through every thread at once until each has refused it: no thread may
-   * accept it once another has refused it.
+   * New keys asked through one request thread alone (so that only it has them cached), revoked in
+   * one batch, then asked once each, in turn, through every other thread (a thread that has not
+   * cached a key reads the model, and so sees the revocation as soon as it is committed), each
+   * refusal followed at once by the same key through the first thread: no thread may accept a key
+   * once another has refused it. The main thread, which tells the others to forget their keys, is
+   * kept busy with pages meanwhile.
    */
   private async revokeCachedKey(): Promise<string> {
     const replica = this.targeted.pick(this.replicas.filter((r) => r.running));
-    const pinned = this.revokedProbes.of(replica)?.ready() ?? [];
-    if (pinned.length === 0) return `no request thread of ${replica.name} reached by a connection yet`;
-    const threads = [...pinned].sort(() => this.targeted.next() - 0.5);
-    const [holder] = threads;
-    if (holder === undefined) return `no request thread of ${replica.name} reached yet`;
-    const { draw, id, raw } = this.world.issueKey();
-    await this.publish(draw, 'none', 'plain');
+    const pinned = await this.revokedProbes.measured(replica);
+    const threads = [...pinned].sort((a, b) => (a.thread === 'main' ? 1 : b.thread === 'main' ? -1 : 0));
+    const [holder, ...others] = threads;
+    if (holder === undefined) return `no request thread of ${replica.name} reached by a connection yet`;
+    const keys = Array.from({ length: this.targeted.int(30, 60) }, () => this.world.issueKey());
+    await this.publish(
+      { events: keys.flatMap((k) => k.draw.events), poison: [], revoked: [] },
+      'none',
+      'plain',
+    );
     const url = replica.apiUrl('/orders?limit=1');
-    const ask = async (through: Pinned): Promise<number | null> => {
+    const ask = async (through: Pinned, key: { id: string; raw: string }): Promise<number | null> => {
       const via = through.thread ?? 'a reopened connection';
-      const answer = await through.get(url, raw, 2000);
-      if (answer !== null) this.keyProbed(replica, { ...answer, keyId: id, via });
+      const answer = await through.get(url, key.raw, 2000);
+      if (answer !== null) this.keyProbed(replica, { ...answer, keyId: key.id, via });
       return answer?.status ?? null;
     };
     const accepted = Date.now() + 10_000;
-    while ((await ask(holder)) !== 200) {
-      if (Date.now() > accepted) return `${id} was not accepted by ${replica.name} within 10 s`;
-      await sleep(20);
+    for (const key of keys) {
+      while ((await ask(holder, key)) !== 200) {
+        if (Date.now() > accepted) return `${key.id} was not accepted by ${replica.name} within 10 s`;
+        await sleep(20);
+      }
     }
-    const revocation = this.world.revokeKey(id);
-    await this.publish(revocation, 'none', 'plain');
     const until = Date.now() + 5000;
+    let busy = true;
+    const load = Array.from({ length: 8 }, async () => {
+      while (busy && Date.now() < until) {
+        const answer = await get(replica.apiUrl('/orders?limit=200'), this.world.permanentKey(insertOnlyOrg));
+        if (answer !== null) this.invariants.status(replica.name, 'load during a revocation', answer.status);
+      }
+    });
+    const revocation: Draw = { events: [], poison: [], revoked: [] };
+    for (const key of keys) {
+      const draw = this.world.revokeKey(key.id);
+      revocation.events.push(...draw.events);
+      revocation.revoked.push(...draw.revoked);
+    }
+    await this.publish(revocation, 'none', 'plain');
+    let refusals = 0;
     await Promise.all(
-      threads.map(async (through) => {
-        let last: number | null = null;
-        while (last !== 401 && Date.now() < until) last = await ask(through);
-        // a little longer: another thread may still answer from its cache
-        const more = Date.now() + 200;
-        while (Date.now() < more) await ask(through);
+      others.map(async (through, index) => {
+        const order = index % 2 === 0 ? keys : [...keys].reverse();
+        for (const key of order) {
+          if ((await ask(through, key)) !== 401) continue;
+          refusals += 1;
+          await ask(holder, key);
+        }
       }),
     );
+    busy = false;
+    await Promise.all(load);
     await this.checkRevocations(revocation.revoked);
-    return `${id} issued, asked through ${holder.thread} alone, revoked, then asked through ${threads.map((t) => t.thread).join(', ')} of ${replica.name} at once`;
+    return `${keys.length} keys (${keys[0]?.id}…) issued, asked through ${holder.thread} of ${replica.name} alone, revoked in one batch, then asked once each through ${others.map((t) => t.thread).join(', ') || 'no other thread'} (${refusals} refusals there, each followed by the same key through ${holder.thread}), with 8 more connections asking for pages meanwhile`;
   }
 
   /**
@@ -696,6 +727,88 @@ class Campaign {
     writeFileSync(pointer, original);
     replica.start();
     return `SIGTERM ${replica.name}, CURRENT garbled to ${garbled}, start: ${outcome}; the pointer restored and ${replica.name} started`;
+  }
+
+  /**
+   * The broker stopped for 3–20 s and started again; once every replica is ready again, a
+   * revocation every second for 10 s, each held to the revocation bound: a consumer whose retries
+   * run out after the broker came back must not leave a ready replica accepting a revoked key.
+   */
+  private async revokeAfterBrokerRestart(): Promise<string> {
+    const downMs = this.targeted.int(3000, 20_000);
+    await this.broker.halt();
+    this.count('broker stopped');
+    await sleep(downMs);
+    await this.broker.resume();
+    await this.waitReady('the broker came back');
+    const revoked: string[] = [];
+    for (let i = 0; i < 10 && this.invariants.violations.length === 0; i += 1) {
+      let live = [...this.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id);
+      if (live.length === 0) {
+        const issued = this.world.issueKey();
+        await this.publish(issued.draw, 'none', 'plain');
+        await sleep(500);
+        live = [issued.id];
+      }
+      const draw = this.world.revokeKey(this.targeted.pick(live));
+      await this.publish(draw, 'none', 'plain');
+      revoked.push(...draw.revoked);
+      await this.checkRevocations(draw.revoked);
+      await sleep(1000);
+    }
+    return `the broker stopped for ${downMs} ms and started again; once the replicas were ready, ${revoked.length} revocations a second apart (${revoked.join(',')}), each held to the bound`;
+  }
+
+  /**
+   * A revocation queued behind an unreadable batch on its keys partition, read by the served model
+   * and a candidate at different times: the served model has waited at the batch for a while (its
+   * retries 8–10 s apart), a kept build proposed behind it meets the batch later (retries 1 s
+   * apart), and the operator skips it while the candidate still catches up the other topics. The
+   * candidate reads the revocation first; issues on the other keys partitions follow every 100 ms,
+   * which the served model reads first: a revoked key refused once must stay refused meanwhile.
+   */
+  private async skipKeysBatchDuringCatchUp(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas);
+    const kept = await this.keptBuild(replica);
+    if (kept === null) return `rebuild --no-promote on ${replica.name} failed`;
+    let live = [...this.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id);
+    if (live.length === 0) {
+      const issued = this.world.issueKey();
+      await this.publish(issued.draw, 'none', 'plain');
+      live = [issued.id];
+    }
+    const id = this.targeted.pick(live);
+    const partition = this.keyPartition(id);
+    const batch = await this.unreadableBatch('apiKeys', partition, false);
+    if (batch === null)
+      return `the unreadable batch on ${this.topics.apiKeys}[${partition}] was not reported`;
+    const revocation = this.world.revokeKey(id);
+    await this.publish(revocation, 'none', 'plain');
+    const bulk: Draw = { events: [], poison: [], revoked: [] };
+    for (let i = 0; i < 10; i += 1) {
+      const draw = this.world.draw(40, false);
+      bulk.events.push(...draw.events);
+      bulk.revoked.push(...draw.revoked);
+    }
+    await this.publish(bulk, 'none', 'plain');
+    const waitedMs = this.targeted.int(12_000, 20_000);
+    await sleep(waitedMs);
+    new ModelFiles(replica.dataDir).proposeNext(kept);
+    const meetsMs = this.targeted.int(1500, 4000);
+    await sleep(meetsMs);
+    await Promise.all(this.replicas.map((r) => this.skipBatch(r, batch)));
+    let issues = 0;
+    const until = Date.now() + 8000;
+    while (Date.now() < until) {
+      const issued = this.world.issueKey();
+      if (this.keyPartition(issued.id) === partition) continue;
+      await this.publish(issued.draw, 'none', 'plain');
+      issues += 1;
+      await sleep(100);
+    }
+    await this.checkRevocations(revocation.revoked);
+    const switched = await this.waitSwitched(replica);
+    return `${id}'s revocation behind an unreadable batch on ${this.topics.apiKeys}[${partition}] with ${bulk.events.length} events after it; after ${waitedMs} ms a kept build of ${replica.name} proposed, skip-batch ${meetsMs} ms later on every replica, then ${issues} issues on the other keys partitions 100 ms apart; ${switched ? 'switched' : 'not switched within 60 s'}`;
   }
 
   /** `rebuild --no-promote` on a replica's directory: the kept file, or null when it failed. */
@@ -848,14 +961,15 @@ class Campaign {
       '--reason',
       'campaign: an unreadable batch',
     ];
-    const run = await replica.run(args, 60_000);
+    const run = await replica.run(args, 180_000);
     this.checks += 1;
     if (run.code === 0) return true;
-    const said = run.stderr.trim().split('\n').at(-1) ?? '';
+    const said =
+      run.code === null ? 'it did not finish within 180 s' : (run.stderr.trim().split('\n').at(-1) ?? '');
     this.violation(
       replica,
       'skip-batch succeeds',
-      `${args.slice(0, 7).join(' ')} exited ${run.code}: ${said.slice(0, 400)}`,
+      `${args.slice(0, 7).join(' ')} exited ${run.code ?? '(killed)'}: ${said.slice(0, 400)}`,
     );
     return false;
   }

@@ -122,12 +122,13 @@ export class ThreadConnections {
     return this.pinned.filter((p) => p.thread !== null);
   }
 
-  /** Opens connections until every request thread has one (in the background; once at a time). */
-  cover(): void {
-    if (this.measuring !== null) return;
+  /** Opens connections until every request thread has one (once at a time); resolves when done. */
+  cover(): Promise<void> {
+    if (this.measuring !== null) return this.measuring;
     const known = new Set(this.ready().map((p) => p.thread));
-    if (known.size >= this.threads && this.pinned.every((p) => p.thread !== null)) return;
+    if (known.size >= this.threads && this.pinned.every((p) => p.thread !== null)) return Promise.resolve();
     this.measuring = this.measure().finally(() => (this.measuring = null));
+    return this.measuring;
   }
 
   private async measure(): Promise<void> {
@@ -221,8 +222,16 @@ export class RevokedKeyProbes {
       connections = new ThreadConnections(pid, this.threads, replica, this.measuringKey, this.log);
       this.connections.set(replica, connections);
     }
-    if (replica.answered) connections.cover();
+    if (replica.answered) void connections.cover();
     return connections;
+  }
+
+  /** A connection to each request thread of the replica's running process, measured now if need be. */
+  async measured(replica: Replica): Promise<Pinned[]> {
+    const connections = this.of(replica);
+    if (connections === null) return [];
+    await connections.cover();
+    return connections.ready();
   }
 
   private async loop(): Promise<void> {
