@@ -686,7 +686,7 @@ class Campaign {
     replica.lastExit = null;
     replica.exitExpected = true;
     replica.start();
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 90_000;
     let answer: Awaited<ReturnType<typeof get>> = null;
     const exited = (): boolean => replica.lastExit !== null;
     while (!exited() && answer === null && Date.now() < deadline) {
@@ -710,16 +710,16 @@ class Campaign {
       this.violation(
         replica,
         'garbled pointer refused',
-        `with CURRENT naming ${garbled}, which does not exist, it started serving instead of stopping with exit code 1: organization ${insertOnlyOrg} answered ${answer.status} with ${total ?? '?'} orders of ${expected} (an empty model in place of the one CURRENT named)`,
+        `with CURRENT naming ${garbled}, which does not exist, it started serving instead of stopping with exit code 1: organization ${insertOnlyOrg}'s key answered ${answer.status}${total === undefined ? ' (a model without its keys)' : ` with ${total} orders`} where the model CURRENT named holds ${expected} orders of it`,
       );
       await this.lookAtAll();
       await replica.kill('SIGTERM');
-      outcome = `it served (${total ?? '?'} orders of organization ${insertOnlyOrg})`;
+      outcome = `it served (organization ${insertOnlyOrg}'s key answered ${answer.status})`;
     } else {
       this.violation(
         replica,
         'garbled pointer refused',
-        `with CURRENT naming ${garbled}, it neither exited nor answered within 30 s`,
+        `with CURRENT naming ${garbled}, it neither exited nor answered within 90 s`,
       );
       await replica.kill('SIGKILL');
       outcome = 'it neither exited nor answered';
