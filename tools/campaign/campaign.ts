@@ -965,7 +965,13 @@ class Campaign {
     this.checks += 1;
     if (run.code === 0) return true;
     const said =
-      run.code === null ? 'it did not finish within 180 s' : (run.stderr.trim().split('\n').at(-1) ?? '');
+      run.code === null
+        ? 'it did not finish within 180 s'
+        : (run.stderr
+            .trim()
+            .split('\n')
+            .filter((line) => !line.startsWith('{'))
+            .at(-1) ?? run.stderr.slice(-400));
     this.violation(
       replica,
       'skip-batch succeeds',
