@@ -24,7 +24,8 @@ function pinnedKafkaVersion(): string {
 
 export const KAFKA_VERSION = pinnedKafkaVersion();
 
-const startupTimeoutMs = 90_000;
+/** How long a broker may take to answer after its start; KAFKA_STARTUP_TIMEOUT_MS on a host too busy for 90 s. */
+const startupTimeoutMs = Number(process.env['KAFKA_STARTUP_TIMEOUT_MS'] ?? 90_000);
 
 export interface LocalBroker {
   brokers: string;

@@ -3,16 +3,18 @@
  * service and of the broker, operator commands, request bursts), runs them against the real broker
  * and the service's real processes, and checks the promises from outside after every step.
  *
- *   npm run campaign -- --seed 7 --minutes 10 [--steps N] [--http-workers N]
+ *   npm run campaign -- --seed 7 --minutes 10 [--steps N] [--http-workers N] [--targeted P]
+ *                      [--scenario skip-while-proposed,concurrent-skips,...]
  *
  * A failure prints the seed and the step list; the same seed draws the same steps.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
 import type { DomainEvent } from '../../schemas/events.js';
 import { messageKeyOf, topicRoleOf } from '../../src/consumer/publish.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
@@ -26,7 +28,8 @@ import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
 import { Random } from './random.js';
-import { World, type Draw } from './world.js';
+import { RevokedKeyProbes, type KeyProbe, type Pinned } from './threads.js';
+import { insertOnlyOrg, organizations, World, type Draw } from './world.js';
 
 export interface CampaignOptions {
   seed: number;
@@ -35,6 +38,14 @@ export interface CampaignOptions {
   minutes: number;
   /** HTTP_WORKERS of every replica (default 1) */
   httpWorkers?: number;
+  /**
+   * The chance, at each step, that one of the targeted operations (`targetedOperations`) is drawn
+   * instead of one of the others; they are drawn from a random source of their own, so that a seed
+   * draws the same sequence of the others whatever this is (0: none of them). Default 0.2.
+   */
+  targeted?: number;
+  /** targeted operations performed first, in this order, before anything is drawn */
+  scenario?: readonly string[];
   log?: (line: string) => void;
 }
 
@@ -50,6 +61,11 @@ export interface CampaignReport {
   slowestRevocationMs: number;
   events: number;
   poison: number;
+  /** revoked keys probed through the request threads' own connections */
+  revokedProbes: number;
+  /** the options that draw the same steps again */
+  targeted: number | undefined;
+  scenario: readonly string[];
 }
 
 interface SkippedBatch {
@@ -76,7 +92,29 @@ type Operation =
   | 'startBroker'
   | 'burst'
   | 'hostileBatch'
-  | 'pause';
+  | 'pause'
+  | TargetedOperation;
+
+/**
+ * Operations aimed at a promise an operator or a request thread can break: each drives one
+ * sequence a reviewer would try, named in the output by its name here.
+ */
+export const targetedOperations = {
+  skipWhileProposed: 'skip-while-proposed',
+  concurrentSkips: 'concurrent-skips',
+  newReplicaSkipsNewestFirst: 'new-replica-skips-newest-first',
+  revokeDuringCatchUp: 'revoke-during-catch-up',
+  revokeCachedKey: 'revoke-cached-key',
+  garbledPointer: 'garbled-pointer',
+  revokeAfterBrokerRestart: 'revoke-after-broker-restart',
+  skipKeysBatchDuringCatchUp: 'skip-keys-batch-during-catch-up',
+} as const;
+type TargetedOperation = keyof typeof targetedOperations;
+
+/** A batch no consumer may read: 6 MiB of zstd-compressed spaces, beyond the default 4 MiB bound. */
+const unreadableLine = `x\t{"padding":"${' '.repeat(6 * 1024 * 1024)}"}`;
+/** How many unreadable batches the targeted operations publish in a run at most (each costs every replica a skip). */
+const unreadableBudget = 16;
 
 /** After the last fault: ready within this long, and converged to the oracle within this long again. */
 const livenessMs = 60_000;
@@ -98,8 +136,14 @@ class Campaign {
   private events = 0;
   private poison = 0;
   private txCount = 0;
-  /** inflating batches published (each skipped by the operator on every replica) */
+  /** unreadable batches published (each skipped by the operator on every replica) */
   private skipped = 0;
+  /** inflating batches of the `hostileBatch` operation */
+  private inflating = 0;
+  /** the targeted operations' own random source, and what they pass on to the partitioner */
+  private readonly targeted: Random;
+  private readonly partitioner = Partitioners.DefaultPartitioner();
+  private readonly revokedProbes: RevokedKeyProbes;
   /** the inflating batches skipped, each with its last offset: a new replica is told them too */
   private readonly skippedBatches: SkippedBatch[] = [];
 
@@ -122,6 +166,23 @@ class Campaign {
       new Random(options.seed + 2),
       this.revokedAcked,
     );
+    this.targeted = new Random(options.seed + 3);
+    this.revokedProbes = new RevokedKeyProbes(
+      replicas,
+      options.httpWorkers ?? 1,
+      () =>
+        [...this.revokedAcked].flatMap((id) => {
+          const key = this.world.keys.get(id);
+          return key === undefined ? [] : [{ id, raw: key.raw }];
+        }),
+      this.world.permanentKey(insertOnlyOrg),
+      (replica, probe) => this.keyProbed(replica, probe),
+      (line) => this.log(line),
+    );
+  }
+
+  private keyProbed(replica: Replica, probe: KeyProbe): void {
+    this.invariants.key(replica.name, this.memory(replica), probe.keyId, probe.status, probe);
   }
 
   private log(line: string): void {
@@ -144,9 +205,12 @@ class Campaign {
     await this.publish({ events: this.world.genesis(), poison: [], revoked: [] }, 'none', 'plain');
     for (const replica of this.replicas) replica.start();
     await this.waitReady('the first start');
+    this.revokedProbes.start();
+    const scenario = [...(this.options.scenario ?? [])];
     for (let step = 1; step <= this.options.steps && Date.now() < deadline; step += 1) {
       this.invariants.step = step;
-      const op = this.draw();
+      const forced = scenario.shift();
+      const op = forced === undefined ? this.draw() : scenarioOperation(forced);
       const description = await this.perform(op);
       this.steps.push(`${step} ${description}`);
       this.log(`[campaign ${this.options.seed}] ${step} ${description}`);
@@ -160,6 +224,7 @@ class Campaign {
     }
     this.invariants.step = this.steps.length + 1;
     await this.endFaults();
+    await this.revokedProbes.stop();
     for (const replica of this.replicas) {
       for (const refused of replica.refusedTransitions.splice(0))
         this.violation(replica, 'transitions in the table', refused);
@@ -175,6 +240,9 @@ class Campaign {
       slowestRevocationMs: this.slowestRevocationMs,
       events: this.events,
       poison: this.poison,
+      revokedProbes: this.revokedProbes.count,
+      targeted: this.options.targeted,
+      scenario: this.options.scenario ?? [],
     };
   }
 
@@ -182,7 +250,22 @@ class Campaign {
     const up = this.broker.state === 'up';
     const running = this.replicas.filter((r) => r.running).length;
     const down = this.replicas.length - running;
-    return this.ops.weighted<Operation>({
+    const all = running === this.replicas.length;
+    const unreadable = up && all && this.skipped < unreadableBudget;
+    if (this.targeted.chance(this.options.targeted ?? 0.2)) {
+      const weights: Record<TargetedOperation, number> = {
+        skipWhileProposed: unreadable ? 1 : 0,
+        concurrentSkips: unreadable && this.skipped + 6 <= unreadableBudget ? 0.7 : 0,
+        newReplicaSkipsNewestFirst: unreadable && this.skipped + 2 <= unreadableBudget ? 0.7 : 0,
+        revokeDuringCatchUp: up && running > 0 ? 1.5 : 0,
+        revokeCachedKey: up && running > 0 ? 2 : 0,
+        garbledPointer: running > 0 ? 0.5 : 0,
+        revokeAfterBrokerRestart: up && all ? 0.7 : 0,
+        skipKeysBatchDuringCatchUp: unreadable ? 0.7 : 0,
+      };
+      if (Object.values(weights).some((w) => w > 0)) return this.targeted.weighted(weights);
+    }
+    return this.ops.weighted<Exclude<Operation, TargetedOperation>>({
       publish: up ? 12 : 0,
       poison: up ? 1 : 0,
       kill: running > 0 ? 2 : 0,
@@ -193,7 +276,7 @@ class Campaign {
       rebuildKilled: up ? 0.7 : 0,
       restartWhileProposed: up && running > 0 ? 0.7 : 0,
       versionChange: running > 0 ? 0.7 : 0,
-      hostileBatch: up && running === this.replicas.length && this.skipped < 2 ? 0.3 : 0,
+      hostileBatch: up && running === this.replicas.length && this.inflating < 2 ? 0.3 : 0,
       snapshot: 0.6,
       freezeBroker: up ? 0.7 : 0,
       thawBroker: this.broker.state === 'frozen' ? 4 : 0,
@@ -306,7 +389,9 @@ class Campaign {
         rmSync(file, { force: true });
         // A new replica replays the topics and meets the batches skipped elsewhere: the operator
         // skips them there too, as the runbook says (a restored snapshot brings its own skips).
-        if (!restored) for (const batch of this.skippedBatches) await this.skipBatch(to, batch);
+        // newest first, the order `dead-letters list` prints them in
+        if (!restored)
+          for (const batch of [...this.skippedBatches].reverse()) await this.skipBatch(to, batch);
         to.start();
         this.count(restored ? 'snapshot restored into a new replica' : 'new empty replica');
         return restored
@@ -344,6 +429,7 @@ class Campaign {
         const offsetOfBatch = await this.endOffset(topic, partition);
         kcatProduce({ brokers: this.broker.brokers, topic, partition, lines: [line] });
         this.skipped += 1;
+        this.inflating += 1;
         this.count('inflating batch skipped by the operator');
         let first: SkippedBatch | null = null;
         for (const replica of this.replicas) {
@@ -369,12 +455,502 @@ class Campaign {
         await sleep(ms);
         return `pause ${ms} ms`;
       }
+      case 'skipWhileProposed':
+        return this.named(op, await this.skipWhileProposed());
+      case 'concurrentSkips':
+        return this.named(op, await this.concurrentSkips());
+      case 'newReplicaSkipsNewestFirst':
+        return this.named(op, await this.newReplicaSkipsNewestFirst());
+      case 'revokeDuringCatchUp':
+        return this.named(op, await this.revokeDuringCatchUp());
+      case 'revokeCachedKey':
+        return this.named(op, await this.revokeCachedKey());
+      case 'garbledPointer':
+        return this.named(op, await this.garbledPointer());
+      case 'revokeAfterBrokerRestart':
+        return this.named(op, await this.revokeAfterBrokerRestart());
+      case 'skipKeysBatchDuringCatchUp':
+        return this.named(op, await this.skipKeysBatchDuringCatchUp());
     }
   }
 
-  /** The operator's `skip-batch` for one batch on one replica. */
-  private async skipBatch(replica: Replica, batch: SkippedBatch): Promise<void> {
-    await replica.command([
+  private named(op: TargetedOperation, description: string): string {
+    this.count(targetedOperations[op]);
+    return `[${targetedOperations[op]}] ${description}`;
+  }
+
+  /**
+   * A kept build proposed behind the served model, then an unreadable batch after readable orders,
+   * and the operator's skip-batch while the replica is down: the proposal must not move past the
+   * readable orders (after its switch, every order the replica listed is still listed).
+   */
+  private async skipWhileProposed(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas);
+    const kept = await this.keptBuild(replica);
+    if (kept === null) return `rebuild --no-promote on ${replica.name} failed`;
+    const { partition, orders } = await this.ordersOnSomePartition(this.targeted.int(8, 15));
+    await this.waitListed(replica, orders);
+    await this.lookAtAll();
+    const batch = await this.unreadableBatch('orders', partition);
+    if (batch === null) return `the unreadable batch on ${this.topics.orders}[${partition}] was not reported`;
+    await replica.kill('SIGKILL');
+    new ModelFiles(replica.dataDir).proposeNext(kept);
+    for (const r of this.replicas) await this.skipBatch(r, batch);
+    replica.start();
+    const switched = await this.waitSwitched(replica);
+    await this.lookAtAll();
+    return `rebuild --no-promote on ${replica.name} kept ${basename(kept)}; ${orders.length} new orders, on ${this.topics.orders}[${partition}] among others, listed; an unreadable batch after them (offsets through ${batch.through}); SIGKILL ${replica.name}, the kept file proposed in NEXT, skip-batch on every replica, start ${replica.name}: ${switched ? 'switched to the proposal' : 'the proposal was not switched to within 60 s'}`;
+  }
+
+  /**
+   * Unreadable batches on every partition of two topics, and the operator skips them all at once
+   * on each replica (a loop over the partitions with `&`): every run must succeed, and a rebuild
+   * after them must move past every batch (its skip recorded), not wait at one.
+   */
+  private async concurrentSkips(): Promise<string> {
+    const roles = (['orders', 'orderStatus', 'articles', 'apiKeys'] as const).filter(() =>
+      this.targeted.chance(0.5),
+    );
+    const chosen = roles.length >= 2 ? roles.slice(0, 2) : (['orderStatus', 'articles'] as const);
+    const batches = await Promise.all(
+      chosen.flatMap((role) => [0, 1, 2].map((p) => this.unreadableBatch(role, p, false))),
+    );
+    const found = batches.filter((b): b is SkippedBatch => b !== null);
+    for (const replica of this.replicas)
+      await Promise.all(found.map((batch) => this.skipBatch(replica, batch)));
+    for (const replica of this.replicas) await this.rebuildPassesSkips(replica, found);
+    return `unreadable batches on the three partitions of ${chosen.map((r) => this.topics[r]).join(' and ')}; on each replica skip-batch ×${found.length} at once, then a rebuild`;
+  }
+
+  /**
+   * Two unreadable batches on one partition with readable orders between them (made if the run has
+   * none yet), then a new empty replica told the skips newest first (the order `dead-letters
+   * list` prints them) before it starts: it must still list every order between them.
+   */
+  private async newReplicaSkipsNewestFirst(): Promise<string> {
+    let made = '';
+    const onOrders = (p: number): SkippedBatch[] =>
+      this.skippedBatches.filter((b) => b.topic === this.topics.orders && b.partition === p);
+    let partition = [0, 1, 2].find((p) => onOrders(p).length >= 2);
+    if (partition === undefined) {
+      partition = [0, 1, 2].find((p) => onOrders(p).length === 1) ?? this.targeted.int(0, 2);
+      if (onOrders(partition).length === 0 && (await this.unreadableBatch('orders', partition)) === null)
+        return `the unreadable batch on ${this.topics.orders}[${partition}] was not reported`;
+      const orders = await this.ordersOnPartition(partition);
+      for (const replica of this.replicas) await this.waitListed(replica, orders);
+      if ((await this.unreadableBatch('orders', partition)) === null)
+        return `the unreadable batch on ${this.topics.orders}[${partition}] was not reported`;
+      made = `two unreadable batches on ${this.topics.orders}[${partition}] with ${orders.length} new orders between them, each skipped on every replica; `;
+    }
+    const replica = this.targeted.pick(this.replicas);
+    await replica.wipe();
+    this.memories.delete(replica);
+    const newestFirst = [...this.skippedBatches].reverse();
+    for (const batch of newestFirst) await this.skipBatch(replica, batch);
+    replica.start();
+    this.count('new empty replica');
+    await this.waitReady(`${replica.name} started empty`, [replica]);
+    await this.converged(replica, 'nothing lost (new replica)');
+    return `${made}a new empty ${replica.name} told the ${newestFirst.length} skipped batches newest first, started, ready and compared with the oracle`;
+  }
+
+  /**
+   * A kept build proposed while many events have come since: while the candidate catches up,
+   * revocations on one partition of the keys topic, each followed by a fact on another, with every
+   * revoked key probed through every request thread meanwhile.
+   */
+  private async revokeDuringCatchUp(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas.filter((r) => r.running));
+    const kept = await this.keptBuild(replica);
+    if (kept === null) return `rebuild --no-promote on ${replica.name} failed`;
+    const bulk = this.world.draw(this.targeted.int(60, 150), false);
+    await this.publish(bulk, 'none', 'plain');
+    new ModelFiles(replica.dataDir).proposeNext(kept);
+    const revoked: string[] = [...bulk.revoked];
+    const until = Date.now() + 10_000;
+    let rounds = 0;
+    while (rounds < 10 && Date.now() < until && existsSync(join(replica.dataDir, 'NEXT'))) {
+      rounds += 1;
+      let live = [...this.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id);
+      if (live.length === 0) {
+        const issued = this.world.issueKey();
+        await this.publish(issued.draw, 'none', 'plain');
+        live = [issued.id];
+      }
+      const id = this.targeted.pick(live);
+      const partition = this.keyPartition(id);
+      await this.publish(this.world.revokeKey(id), 'none', 'plain');
+      revoked.push(id);
+      await sleep(this.targeted.int(0, 40));
+      // a fact on another partition of the keys topic: an issue whose key lands elsewhere
+      const others: Draw = { events: [], poison: [], revoked: [] };
+      for (let i = 0; i < 6; i += 1) {
+        const issued = this.world.issueKey();
+        others.events.push(...issued.draw.events);
+        if (this.keyPartition(issued.id) !== partition) break;
+      }
+      await this.publish(others, 'none', 'plain');
+      await sleep(this.targeted.int(0, 300));
+    }
+    await this.checkRevocations(revoked);
+    const switched = await this.waitSwitched(replica);
+    return `a kept build of ${replica.name} proposed ${bulk.events.length} events behind; ${rounds} revocations during its catch-up (${revoked.join(',')}), each followed by an issue on another keys partition; ${switched ? 'switched' : 'not switched within 60 s'}`;
+  }
+
+  /**
+   * New keys asked through one request thread alone (so that only it has them cached), revoked in
+   * one batch, then asked once each, in turn, through every other thread (a thread that has not
+   * cached a key reads the model, and so sees the revocation as soon as it is committed), each
+   * refusal followed at once by the same key through the first thread: no thread may accept a key
+   * once another has refused it. The main thread, which tells the others to forget their keys, is
+   * kept busy with pages meanwhile.
+   */
+  private async revokeCachedKey(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas.filter((r) => r.running));
+    const pinned = await this.revokedProbes.measured(replica);
+    const threads = [...pinned].sort((a, b) => (a.thread === 'main' ? 1 : b.thread === 'main' ? -1 : 0));
+    const [holder, ...others] = threads;
+    if (holder === undefined) return `no request thread of ${replica.name} reached by a connection yet`;
+    const keys = Array.from({ length: this.targeted.int(30, 60) }, () => this.world.issueKey());
+    await this.publish(
+      { events: keys.flatMap((k) => k.draw.events), poison: [], revoked: [] },
+      'none',
+      'plain',
+    );
+    const url = replica.apiUrl('/orders?limit=1');
+    const ask = async (through: Pinned, key: { id: string; raw: string }): Promise<number | null> => {
+      const via = through.thread ?? 'a reopened connection';
+      const answer = await through.get(url, key.raw, 2000);
+      if (answer !== null) this.keyProbed(replica, { ...answer, keyId: key.id, via });
+      return answer?.status ?? null;
+    };
+    const accepted = Date.now() + 10_000;
+    for (const key of keys) {
+      while ((await ask(holder, key)) !== 200) {
+        if (Date.now() > accepted) return `${key.id} was not accepted by ${replica.name} within 10 s`;
+        await sleep(20);
+      }
+    }
+    const until = Date.now() + 5000;
+    let busy = true;
+    const load = Array.from({ length: 8 }, async () => {
+      while (busy && Date.now() < until) {
+        const answer = await get(replica.apiUrl('/orders?limit=200'), this.world.permanentKey(insertOnlyOrg));
+        if (answer !== null) this.invariants.status(replica.name, 'load during a revocation', answer.status);
+      }
+    });
+    const revocation: Draw = { events: [], poison: [], revoked: [] };
+    for (const key of keys) {
+      const draw = this.world.revokeKey(key.id);
+      revocation.events.push(...draw.events);
+      revocation.revoked.push(...draw.revoked);
+    }
+    await this.publish(revocation, 'none', 'plain');
+    let refusals = 0;
+    await Promise.all(
+      others.map(async (through, index) => {
+        const order = index % 2 === 0 ? keys : [...keys].reverse();
+        for (const key of order) {
+          if ((await ask(through, key)) !== 401) continue;
+          refusals += 1;
+          await ask(holder, key);
+        }
+      }),
+    );
+    busy = false;
+    await Promise.all(load);
+    await this.checkRevocations(revocation.revoked);
+    return `${keys.length} keys (${keys[0]?.id}…) issued, asked through ${holder.thread} of ${replica.name} alone, revoked in one batch, then asked once each through ${others.map((t) => t.thread).join(', ') || 'no other thread'} (${refusals} refusals there, each followed by the same key through ${holder.thread}), with 8 more connections asking for pages meanwhile`;
+  }
+
+  /**
+   * A replica stopped, its CURRENT pointer garbled (naming a file that does not exist), started:
+   * it must stop with exit code 1 and a message naming the pointer, not serve an empty model.
+   */
+  private async garbledPointer(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas.filter((r) => r.running));
+    const code = await replica.kill('SIGTERM');
+    if (code !== 0 && replica.answered)
+      this.violation(replica, 'clean stop', `SIGTERM ended it with exit code ${code}`);
+    const pointer = join(replica.dataDir, 'CURRENT');
+    if (!existsSync(pointer)) {
+      replica.start();
+      return `${replica.name} has no CURRENT yet; started again`;
+    }
+    const original = readFileSync(pointer, 'utf8');
+    const name = original.trim();
+    const garbled = this.targeted.chance(0.5)
+      ? name.replace(/(\d)(\d)/, '$2$1x')
+      : 'model-20000101000000000-000000.sqlite';
+    writeFileSync(pointer, `${garbled}\n`);
+    replica.lastExit = null;
+    replica.exitExpected = true;
+    replica.start();
+    const deadline = Date.now() + 90_000;
+    let answer: Awaited<ReturnType<typeof get>> = null;
+    const exited = (): boolean => replica.lastExit !== null;
+    while (!exited() && answer === null && Date.now() < deadline) {
+      await sleep(200);
+      answer = await get(replica.apiUrl('/orders?limit=200'), this.world.permanentKey(insertOnlyOrg), 1000);
+    }
+    replica.exitExpected = false;
+    const exit = replica.lastExit as { code: number | null; lines: string[] } | null;
+    let outcome: string;
+    if (exit !== null) {
+      if (exit.code !== 1 || !exit.lines.some((line) => line.includes('CURRENT')))
+        this.violation(
+          replica,
+          'garbled pointer refused',
+          `with CURRENT naming ${garbled}, which does not exist, it exited with code ${exit.code} and its last lines do not name CURRENT:\n${exit.lines.join('\n')}`,
+        );
+      outcome = `it exited with code ${exit.code}`;
+    } else if (answer !== null) {
+      const total = (answer.body as { total?: number }).total;
+      const expected = this.oracle.ordersOf(insertOnlyOrg).length;
+      this.violation(
+        replica,
+        'garbled pointer refused',
+        `with CURRENT naming ${garbled}, which does not exist, it started serving instead of stopping with exit code 1: organization ${insertOnlyOrg}'s key answered ${answer.status}${total === undefined ? ' (a model without its keys)' : ` with ${total} orders`} where the model CURRENT named holds ${expected} orders of it`,
+      );
+      await this.lookAtAll();
+      await replica.kill('SIGTERM');
+      outcome = `it served (organization ${insertOnlyOrg}'s key answered ${answer.status})`;
+    } else {
+      this.violation(
+        replica,
+        'garbled pointer refused',
+        `with CURRENT naming ${garbled}, it neither exited nor answered within 90 s`,
+      );
+      await replica.kill('SIGKILL');
+      outcome = 'it neither exited nor answered';
+    }
+    writeFileSync(pointer, original);
+    replica.start();
+    return `SIGTERM ${replica.name}, CURRENT garbled to ${garbled}, start: ${outcome}; the pointer restored and ${replica.name} started`;
+  }
+
+  /**
+   * The broker stopped for 3–20 s and started again; once every replica is ready again, a
+   * revocation every second for 10 s, each held to the revocation bound: a consumer whose retries
+   * run out after the broker came back must not leave a ready replica accepting a revoked key.
+   */
+  private async revokeAfterBrokerRestart(): Promise<string> {
+    const downMs = this.targeted.int(3000, 20_000);
+    await this.broker.halt();
+    this.count('broker stopped');
+    await sleep(downMs);
+    await this.broker.resume();
+    await this.waitReady('the broker came back');
+    const revoked: string[] = [];
+    for (let i = 0; i < 10 && this.invariants.violations.length === 0; i += 1) {
+      let live = [...this.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id);
+      if (live.length === 0) {
+        const issued = this.world.issueKey();
+        await this.publish(issued.draw, 'none', 'plain');
+        await sleep(500);
+        live = [issued.id];
+      }
+      const draw = this.world.revokeKey(this.targeted.pick(live));
+      await this.publish(draw, 'none', 'plain');
+      revoked.push(...draw.revoked);
+      await this.checkRevocations(draw.revoked);
+      await sleep(1000);
+    }
+    return `the broker stopped for ${downMs} ms and started again; once the replicas were ready, ${revoked.length} revocations a second apart (${revoked.join(',')}), each held to the bound`;
+  }
+
+  /**
+   * A revocation queued behind an unreadable batch on its keys partition, read by the served model
+   * and a candidate at different times: the served model has waited at the batch for a while (its
+   * retries 8–10 s apart), a kept build proposed behind it meets the batch later (retries 1 s
+   * apart), and the operator skips it while the candidate still catches up the other topics. The
+   * candidate reads the revocation first; issues on the other keys partitions follow every 100 ms,
+   * which the served model reads first: a revoked key refused once must stay refused meanwhile.
+   */
+  private async skipKeysBatchDuringCatchUp(): Promise<string> {
+    const replica = this.targeted.pick(this.replicas);
+    const kept = await this.keptBuild(replica);
+    if (kept === null) return `rebuild --no-promote on ${replica.name} failed`;
+    let live = [...this.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id);
+    if (live.length === 0) {
+      const issued = this.world.issueKey();
+      await this.publish(issued.draw, 'none', 'plain');
+      live = [issued.id];
+    }
+    const id = this.targeted.pick(live);
+    const partition = this.keyPartition(id);
+    const batch = await this.unreadableBatch('apiKeys', partition, false);
+    if (batch === null)
+      return `the unreadable batch on ${this.topics.apiKeys}[${partition}] was not reported`;
+    const revocation = this.world.revokeKey(id);
+    await this.publish(revocation, 'none', 'plain');
+    const bulk: Draw = { events: [], poison: [], revoked: [] };
+    for (let i = 0; i < 10; i += 1) {
+      const draw = this.world.draw(40, false);
+      bulk.events.push(...draw.events);
+      bulk.revoked.push(...draw.revoked);
+    }
+    await this.publish(bulk, 'none', 'plain');
+    const waitedMs = this.targeted.int(12_000, 20_000);
+    await sleep(waitedMs);
+    new ModelFiles(replica.dataDir).proposeNext(kept);
+    const meetsMs = this.targeted.int(1500, 4000);
+    await sleep(meetsMs);
+    await Promise.all(this.replicas.map((r) => this.skipBatch(r, batch)));
+    let issues = 0;
+    const until = Date.now() + 8000;
+    while (Date.now() < until) {
+      const issued = this.world.issueKey();
+      if (this.keyPartition(issued.id) === partition) continue;
+      await this.publish(issued.draw, 'none', 'plain');
+      issues += 1;
+      await sleep(100);
+    }
+    await this.checkRevocations(revocation.revoked);
+    const switched = await this.waitSwitched(replica);
+    return `${id}'s revocation behind an unreadable batch on ${this.topics.apiKeys}[${partition}] with ${bulk.events.length} events after it; after ${waitedMs} ms a kept build of ${replica.name} proposed, skip-batch ${meetsMs} ms later on every replica, then ${issues} issues on the other keys partitions 100 ms apart; ${switched ? 'switched' : 'not switched within 60 s'}`;
+  }
+
+  /** `rebuild --no-promote` on a replica's directory: the kept file, or null when it failed. */
+  private async keptBuild(replica: Replica): Promise<string | null> {
+    const built = await replica.run(['rebuild', '--no-promote'], 180_000);
+    const file = /into (\S+?); /.exec(built.stdout)?.[1];
+    if (built.code !== 0 || file === undefined) {
+      this.log(`rebuild --no-promote on ${replica.name}: exit ${built.code} ${built.stderr.slice(-400)}`);
+      return null;
+    }
+    return file;
+  }
+
+  /** New orders published until some land on `partition` of the orders topic (three tries). */
+  private async ordersOnPartition(partition: number): Promise<number[]> {
+    const orders: number[] = [];
+    for (let tries = 0; tries < 3; tries += 1) {
+      const landed = await this.ordersOnSomePartition(this.targeted.int(6, 12));
+      orders.push(...landed.orders);
+      if ((landed.counts[partition] ?? 0) > 0) break;
+    }
+    return orders;
+  }
+
+  /** Publishes new orders; the partition of the orders topic most of them landed on, and their ids. */
+  private async ordersOnSomePartition(
+    count: number,
+  ): Promise<{ partition: number; orders: number[]; counts: number[] }> {
+    const draw = this.world.newOrders(count);
+    await this.publish(draw, 'none', 'plain');
+    const orders = draw.events.flatMap((e) => (e.type === 'order.created' ? [e.data.order_id] : []));
+    const counts = [0, 1, 2].map((p) => orders.filter((id) => this.partitionOf(String(id)) === p).length);
+    const partition = counts.indexOf(Math.max(...counts));
+    return { partition, orders, counts };
+  }
+
+  private partitionOf(key: string): number {
+    return this.partitioner({
+      topic: '',
+      partitionMetadata: [0, 1, 2].map((partitionId) => ({
+        partitionId,
+        leader: 0,
+        partitionErrorCode: 0,
+        replicas: [0],
+        isr: [0],
+      })),
+      message: { key, value: null },
+    });
+  }
+
+  private keyPartition(keyId: string): number {
+    return this.partitionOf(keyId);
+  }
+
+  /** Waits (30 s at most) until the replica lists every one of `orders` (each in its organization's page). */
+  private async waitListed(replica: Replica, orders: readonly number[]): Promise<void> {
+    const deadline = Date.now() + 30_000;
+    const pending = new Set(orders.filter((id) => this.oracle.orgOfOrder(id) !== null));
+    while (pending.size > 0 && Date.now() < deadline) {
+      for (const org of organizations) {
+        const answer = await get(replica.apiUrl('/orders?limit=200'), this.world.permanentKey(org));
+        const rows = (answer?.body as { data?: { id: number }[] } | undefined)?.data ?? [];
+        for (const row of rows) pending.delete(row.id);
+      }
+      if (pending.size > 0) await sleep(250);
+    }
+  }
+
+  /** Waits (60 s at most) until the replica has switched to its proposal (NEXT gone) and is ready. */
+  private async waitSwitched(replica: Replica): Promise<boolean> {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (!existsSync(join(replica.dataDir, 'NEXT')) && (await this.prober.ready(replica))) return true;
+      await sleep(250);
+    }
+    return false;
+  }
+
+  /**
+   * Publishes an unreadable batch to a partition, waits until every replica's /readyz names it,
+   * and (unless told not to) has the operator skip it on every replica. Null when one never names it.
+   */
+  private async unreadableBatch(
+    role: ReturnType<typeof topicRoleOf>,
+    partition: number,
+    skip = true,
+  ): Promise<SkippedBatch | null> {
+    const topic = this.topics[role];
+    const offsetOfBatch = await this.endOffset(topic, partition);
+    await kcatLine(this.broker.brokers, topic, partition, unreadableLine);
+    this.skipped += 1;
+    this.count('unreadable batch skipped by the operator');
+    let batch: SkippedBatch | null = null;
+    for (const replica of this.replicas) {
+      const through = await this.reportedBatchEnd(replica, topic, partition, offsetOfBatch);
+      if (through === null) {
+        this.violation(
+          replica,
+          'liveness',
+          `${topic}[${partition}]'s unreadable batch was not reported in /readyz within 30 s`,
+        );
+        return null;
+      }
+      batch ??= { topic, partition, through };
+    }
+    if (batch === null) return null;
+    this.skippedBatches.push(batch);
+    if (skip) for (const replica of this.replicas) await this.skipBatch(replica, batch);
+    return batch;
+  }
+
+  /** A rebuild on the replica's directory must finish (past every skipped batch) within 120 s. */
+  private async rebuildPassesSkips(replica: Replica, batches: readonly SkippedBatch[]): Promise<void> {
+    const built = await replica.run(['rebuild', '--no-promote'], 120_000);
+    this.checks += 1;
+    const file = /into (\S+?); /.exec(built.stdout)?.[1];
+    if (file !== undefined) rmSync(file, { force: true });
+    if (built.code === 0) return;
+    this.violation(
+      replica,
+      'skips recorded',
+      built.code === null
+        ? `a rebuild after skip-batch of ${batches.map((b) => `${b.topic}[${b.partition}] through ${b.through}`).join(', ')} did not finish within 120 s: it waits at a batch the operator skipped, missing from the record`
+        : `a rebuild after the skips failed with exit code ${built.code}: ${built.stderr.slice(-400)}`,
+    );
+  }
+
+  /** The replica's pages, articles and keys equal the oracle's within 60 s, or each difference is a violation. */
+  private async converged(replica: Replica, invariant: string): Promise<void> {
+    const deadline = Date.now() + convergenceMs;
+    let differences = await this.prober.differences(replica);
+    while (differences.length > 0 && Date.now() < deadline) {
+      await sleep(500);
+      differences = await this.prober.differences(replica);
+    }
+    this.checks += 1;
+    for (const d of differences) this.violation(replica, invariant, d);
+  }
+
+  /** The operator's `skip-batch` for one batch on one replica; a failed run is a violation. */
+  private async skipBatch(replica: Replica, batch: SkippedBatch): Promise<boolean> {
+    const args = [
       'skip-batch',
       '--topic',
       batch.topic,
@@ -383,8 +959,25 @@ class Campaign {
       '--through',
       String(batch.through),
       '--reason',
-      'campaign: an inflating batch',
-    ]);
+      'campaign: an unreadable batch',
+    ];
+    const run = await replica.run(args, 180_000);
+    this.checks += 1;
+    if (run.code === 0) return true;
+    const said =
+      run.code === null
+        ? 'it did not finish within 180 s'
+        : (run.stderr
+            .trim()
+            .split('\n')
+            .filter((line) => !line.startsWith('{'))
+            .at(-1) ?? run.stderr.slice(-400));
+    this.violation(
+      replica,
+      'skip-batch succeeds',
+      `${args.slice(0, 7).join(' ')} exited ${run.code ?? '(killed)'}: ${said.slice(0, 400)}`,
+    );
+    return false;
   }
 
   /** The offset the next message published to a partition gets. */
@@ -420,7 +1013,7 @@ class Campaign {
   }
 
   private violation(replica: Replica, invariant: string, detail: string): void {
-    this.invariants.violations.push({ step: this.invariants.step, replica: replica.name, invariant, detail });
+    this.invariants.violate(replica.name, invariant, detail);
   }
 
   private async publish(draw: Draw, codec: CodecName, mode: 'plain' | 'commit' | 'abort'): Promise<void> {
@@ -532,9 +1125,9 @@ class Campaign {
     this.checks += 1;
   }
 
-  private async waitReady(when: string): Promise<void> {
+  private async waitReady(when: string, replicas: readonly Replica[] = this.replicas): Promise<void> {
     const deadline = Date.now() + livenessMs;
-    for (const replica of this.replicas) {
+    for (const replica of replicas) {
       while (!(await this.prober.ready(replica))) {
         if (Date.now() > deadline) {
           this.violation(
@@ -558,14 +1151,7 @@ class Campaign {
     for (const replica of this.replicas) replica.start();
     await this.waitReady('the last fault');
     for (const replica of this.replicas) {
-      const deadline = Date.now() + convergenceMs;
-      let differences = await this.prober.differences(replica);
-      while (differences.length > 0 && Date.now() < deadline) {
-        await sleep(500);
-        differences = await this.prober.differences(replica);
-      }
-      this.checks += 1;
-      for (const d of differences) this.violation(replica, 'nothing lost, nothing doubled', d);
+      await this.converged(replica, 'nothing lost, nothing doubled');
       await this.lookAtAll();
       const deadLetters = deadLettersOf(replica.dataDir);
       this.checks += 1;
@@ -578,6 +1164,45 @@ class Campaign {
         );
     }
   }
+}
+
+/** A targeted operation named in `--scenario` (its name in the output, or its name in the code). */
+function scenarioOperation(name: string): TargetedOperation {
+  for (const [op, shown] of Object.entries(targetedOperations))
+    if (name === shown || name === op) return op as TargetedOperation;
+  throw new Error(
+    `unknown operation ${name} in --scenario: one of ${Object.values(targetedOperations).join(', ')}`,
+  );
+}
+
+/** One line published by kcat to a partition, zstd-compressed, without blocking the probes meanwhile. */
+function kcatLine(brokers: string, topic: string, partition: number, line: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'kcat',
+      [
+        '-P',
+        '-b',
+        brokers,
+        '-t',
+        topic,
+        '-p',
+        String(partition),
+        '-z',
+        'zstd',
+        '-K',
+        '\t',
+        '-X',
+        'message.max.bytes=1000000000',
+      ],
+      { stdio: ['pipe', 'ignore', 'pipe'] },
+    );
+    let said = '';
+    child.stderr.on('data', (chunk: Buffer) => (said += chunk.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`kcat exited ${code}: ${said}`))));
+    child.stdin.end(`${line}\n`);
+  });
 }
 
 function deadLettersOf(dataDir: string): number {
@@ -629,12 +1254,17 @@ export function formatReport(report: CampaignReport): string {
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
   const lines = [
-    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
+    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks, ${report.revokedProbes} revoked-key probes through the request threads' own connections; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
   ];
   if (report.violations.length > 0) {
-    lines.push(
-      `replay: npm run campaign -- --seed ${report.seed} --steps ${report.steps.length} --http-workers ${report.httpWorkers}`,
-    );
+    const options = [
+      `--seed ${report.seed}`,
+      `--steps ${report.steps.length}`,
+      `--http-workers ${report.httpWorkers}`,
+      ...(report.targeted === undefined ? [] : [`--targeted ${report.targeted}`]),
+      ...(report.scenario.length === 0 ? [] : [`--scenario ${report.scenario.join(',')}`]),
+    ];
+    lines.push(`replay: npm run campaign -- ${options.join(' ')}`);
     lines.push('steps:', ...report.steps.map((s) => `  ${s}`));
     lines.push(
       'violations:',
@@ -651,8 +1281,14 @@ async function main(): Promise<void> {
       minutes: { type: 'string', default: '5' },
       steps: { type: 'string', default: '100000' },
       'http-workers': { type: 'string', default: '1' },
+      targeted: { type: 'string', default: '0.2' },
+      scenario: { type: 'string', default: '' },
     },
   });
+  const targeted = Number(values.targeted);
+  if (!(targeted >= 0 && targeted <= 1)) throw new Error('--targeted must be a chance between 0 and 1');
+  const scenario = values.scenario === '' ? [] : values.scenario.split(',');
+  for (const name of scenario) scenarioOperation(name);
   const numbers = {
     seed: Number(values.seed),
     minutes: Number(values.minutes),
@@ -664,7 +1300,7 @@ async function main(): Promise<void> {
     if (!(value >= 0)) throw new Error(`--${name} must be a number ≥ 0`);
     if (name === 'httpWorkers' && !(value >= 1)) throw new Error('--http-workers must be at least 1');
   }
-  const report = await runCampaign({ ...numbers, log: (line) => console.log(line) });
+  const report = await runCampaign({ ...numbers, targeted, scenario, log: (line) => console.log(line) });
   console.log(formatReport(report));
   process.exitCode = report.violations.length > 0 ? 1 : 0;
 }

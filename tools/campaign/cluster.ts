@@ -78,6 +78,10 @@ export class Replica {
   /** state transitions its lifecycle refused (outside the table: a bug), as logged: drained by the campaign */
   readonly refusedTransitions: string[] = [];
   private stopping = false;
+  /** set while an exit by itself is what the campaign waits for (a refused start): not a crash then */
+  exitExpected = false;
+  /** the last exit by itself while one was expected: code and last lines */
+  lastExit: { code: number | null; lines: string[] } | null = null;
 
   private constructor(
     readonly name: string,
@@ -162,7 +166,10 @@ export class Replica {
     this.child = child;
     this.exited = new Promise((resolve) =>
       child.on('exit', (code, signal) => {
-        if (!this.stopping) {
+        if (!this.stopping && this.exitExpected) {
+          this.lastExit = { code, lines: this.tail.slice(-15) };
+          this.child = null;
+        } else if (!this.stopping) {
           this.crashes.push(
             `exited by itself (code ${code}, signal ${signal}); its last lines:\n${this.tail.slice(-15).join('\n')}`,
           );
@@ -195,6 +202,29 @@ export class Replica {
   /** A CLI command of the service's executable on this replica's data directory. */
   command(args: readonly string[]): Promise<string> {
     return runServiceCommand(args, { ...this.env(), LOG_LEVEL: 'error' });
+  }
+
+  /**
+   * An operator command that may fail or hang: its exit code (null when it was killed at
+   * `timeoutMs`), stdout and stderr.
+   */
+  run(
+    args: readonly string[],
+    timeoutMs: number,
+  ): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+    const started = Date.now();
+    const child = spawnServiceCommand(args, { ...this.env(), LOG_LEVEL: 'error' });
+    let stdout = '';
+    let stderr = '';
+    child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    return new Promise((resolve) =>
+      child.on('exit', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr, ms: Date.now() - started });
+      }),
+    );
   }
 
   /** The same, as a process the caller may kill. */

@@ -3,7 +3,9 @@
  * - never older: a title's tick never falls; an order seen never vanishes without a deletion
  *   published after it; a deleted order never comes back with a title older than its deletion; the
  *   insert-only organization's total never falls; a key seen valid is never refused before its
- *   revocation, and a key seen valid and then refused after its revocation never answers 200 again;
+ *   revocation;
+ * - revoked stays refused: a key seen valid and then refused after its revocation never answers 200
+ *   again, through any request thread, to a request sent after the refusal was read;
  * - isolation: no answer holds an order of another organization;
  * - no answer is a 5xx.
  * The revocation bound, liveness and convergence are checked by the campaign around these.
@@ -29,6 +31,8 @@ export class Memory {
   /** orders seen gone after a deletion: the tick a title must pass to show again */
   readonly deletedAt = new Map<number, number>();
   readonly keySeen = new Map<string, 'valid' | 'refused'>();
+  /** revoked keys seen refused after answering 200: when the refusal was read, and through what */
+  readonly refusedAt = new Map<string, { at: number; via: string }>();
   insertOnlyTotal = 0;
 }
 
@@ -43,8 +47,11 @@ export class Invariants {
     private readonly revokedAcked: ReadonlySet<string>,
   ) {}
 
-  private violate(replica: string, invariant: string, detail: string): void {
-    this.violations.push({ step: this.step, replica, invariant, detail });
+  /** Records a violation, once: the same one seen again by a later look adds nothing. */
+  violate(replica: string, invariant: string, detail: string): void {
+    const same = (v: Violation): boolean =>
+      v.replica === replica && v.invariant === invariant && v.detail === detail;
+    if (!this.violations.some(same)) this.violations.push({ step: this.step, replica, invariant, detail });
   }
 
   status(replica: string, what: string, status: number): void {
@@ -117,22 +124,36 @@ export class Invariants {
     }
   }
 
-  /** What the replica answered for an ephemeral key (200 or 401). */
-  key(replica: string, memory: Memory, keyId: string, status: number): void {
+  /**
+   * What the replica answered for a key (200 or 401), sent at `sentAt` and read at `receivedAt`
+   * (performance.now) through `via` (a new connection, or a request thread's own).
+   */
+  key(
+    replica: string,
+    memory: Memory,
+    keyId: string,
+    status: number,
+    probe: { sentAt: number; receivedAt: number; via: string },
+  ): void {
     const seen = memory.keySeen.get(keyId);
     const revoked = this.revokedAcked.has(keyId);
     if (status === 200) {
-      if (seen === 'refused')
+      const refused = memory.refusedAt.get(keyId);
+      // only a request sent after the refusal was read: two answers in flight at once are not ordered
+      if (refused !== undefined && probe.sentAt > refused.at)
         this.violate(
           replica,
-          'never older',
-          `key ${keyId} answered 200 after it was refused following its revocation`,
+          'revoked stays refused',
+          `key ${keyId} answered 200 through ${probe.via}, asked ${Math.round(probe.sentAt - refused.at)} ms after ${refused.via} had refused it following its revocation`,
         );
-      else memory.keySeen.set(keyId, 'valid');
+      else if (seen !== 'refused') memory.keySeen.set(keyId, 'valid');
     } else if (status === 401) {
       // A 401 before the replica has applied the key's issue says nothing: only valid → refused counts.
       if (revoked) {
-        if (seen === 'valid') memory.keySeen.set(keyId, 'refused');
+        if (seen === 'valid') {
+          memory.keySeen.set(keyId, 'refused');
+          memory.refusedAt.set(keyId, { at: probe.receivedAt, via: probe.via });
+        }
       } else if (seen === 'valid')
         this.violate(
           replica,

@@ -66,10 +66,12 @@ export class Prober {
   async look(replica: Replica, memory: Memory): Promise<boolean> {
     const seenOrders = new Map<number, number[]>();
     for (const org of organizations) {
+      const sentAt = performance.now();
       const answer = await get(replica.apiUrl('/orders?limit=200'), this.world.permanentKey(org));
       if (answer === null) return false;
       this.invariants.status(replica.name, `organization ${org}'s page`, answer.status);
-      this.invariants.key(replica.name, memory, `perm-${org}`, answer.status);
+      const timing = { sentAt, receivedAt: performance.now(), via: 'a new connection' };
+      this.invariants.key(replica.name, memory, `perm-${org}`, answer.status, timing);
       if (answer.status !== 200) continue;
       const body = answer.body as { data: { id: number; press_release_title: string }[]; total: number };
       this.invariants.orders(replica.name, memory, org, body);
@@ -84,10 +86,12 @@ export class Prober {
     for (const id of watched) {
       const key = this.world.keys.get(id);
       if (key === undefined) continue;
+      const sentAt = performance.now();
       const answer = await get(replica.apiUrl('/orders?limit=1'), key.raw);
       if (answer === null) return false;
       this.invariants.status(replica.name, `key ${id}`, answer.status);
-      this.invariants.key(replica.name, memory, id, answer.status);
+      const timing = { sentAt, receivedAt: performance.now(), via: 'a new connection' };
+      this.invariants.key(replica.name, memory, id, answer.status, timing);
     }
     for (const [org, ids] of seenOrders) {
       if (ids.length === 0) continue;

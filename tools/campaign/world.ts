@@ -126,6 +126,32 @@ export class World {
     return { events, poison, revoked };
   }
 
+  /** New orders, of the insert-only organization while it has room: a loss of them shows at once. */
+  newOrders(count: number): Draw {
+    const events: DomainEvent[] = [];
+    for (let i = 0; i < count; i += 1) events.push(...this.createOrder(insertOnlyOrg));
+    this.sent.push(...events);
+    return { events, poison: [], revoked: [] };
+  }
+
+  /** A new key issued to a random organization, its id and the raw key. */
+  issueKey(): { draw: Draw; id: string; raw: string } {
+    const events = this.fact('issue', []);
+    this.sent.push(...events);
+    const id = `eph-${this.nextKey - 1}`;
+    return { draw: { events, poison: [], revoked: [] }, id, raw: this.keys.get(id)?.raw ?? '' };
+  }
+
+  /** The revocation of key `id` (not revoked before). */
+  revokeKey(id: string): Draw {
+    const key = this.keys.get(id);
+    if (key === undefined || key.revoked) throw new Error(`${id} cannot be revoked`);
+    key.revoked = true;
+    const events = [this.event('api_key.revoked', { key_id: id })];
+    this.sent.push(...events);
+    return { events, poison: [], revoked: [id] };
+  }
+
   /**
    * Facts an aborted transaction carries: new orders of every organization and a revocation of each
    * permanent key. If a replica ever applied them, the permanent keys would fail and the pages differ.
@@ -250,9 +276,11 @@ export class World {
     }
   }
 
-  private createOrder(): DomainEvent[] {
-    const org = this.random.pick(organizations);
-    const count = [...this.orders.values()].filter((plan) => plan.org === org).length;
+  private createOrder(wanted?: number): DomainEvent[] {
+    const countOf = (org: number): number => [...this.orders.values()].filter((p) => p.org === org).length;
+    const org =
+      wanted !== undefined && countOf(wanted) < maxOrdersPerOrg ? wanted : this.random.pick(organizations);
+    const count = countOf(org);
     if (count >= maxOrdersPerOrg) return [];
     const id = this.nextOrder++;
     const cls: OrderClass = org === insertOnlyOrg ? 'A' : this.random.chance(0.3) ? 'C' : 'B';
