@@ -6,7 +6,7 @@
  * a broker outage and after a restart alike.
  */
 import type { UnreadableBatch } from '../kafka/port.js';
-import { totalLag, type LagSnapshot } from '../lifecycle/readiness.js';
+import { skipHint, totalLag, type LagSnapshot } from '../lifecycle/readiness.js';
 import type { SupervisorStatus } from '../lifecycle/supervisor.js';
 
 export interface KeysReadinessInput {
@@ -39,7 +39,8 @@ export function keysReadiness(input: KeysReadinessInput): string[] {
   }
   for (const batch of input.unreadable) {
     reasons.push(
-      `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); keys issued or revoked after it are not seen`,
+      `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); keys issued or revoked after it are not seen` +
+        skipHint(batch),
     );
   }
   return reasons;

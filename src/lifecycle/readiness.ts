@@ -63,6 +63,15 @@ export function totalLag(lag: LagSnapshot | null): number | null {
   return lag === null ? null : lag.partitions.reduce((sum, p) => sum + p.lag, 0);
 }
 
+/** What an operator runs to move past a batch for good; nothing for one whose end is unknown. */
+export function skipHint(
+  batch: Pick<UnreadableBatch, 'topic' | 'partition' | 'offset' | 'lastOffset'>,
+): string {
+  return batch.lastOffset === null
+    ? ''
+    : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --from ${batch.offset} --through ${batch.lastOffset} --reason TEXT`;
+}
+
 export function readiness(input: ReadinessInput): Readiness {
   const reasons: string[] = [];
   const seconds = (ms: number): string => `${Math.max(0, Math.ceil(ms / 1000))} s`;
@@ -86,9 +95,7 @@ export function readiness(input: ReadinessInput): Readiness {
   for (const batch of input.unreadable ?? []) {
     reasons.push(
       `${batch.topic} partition ${batch.partition} cannot be read at offset ${batch.offset} (${batch.cause}); the other partitions go on, this one is read again in ${seconds(batch.at + batch.retryInMs - input.now)}` +
-        (batch.lastOffset === null
-          ? ''
-          : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --from ${batch.offset} --through ${batch.lastOffset} --reason TEXT`),
+        skipHint(batch),
     );
   }
   if (input.stalledSince !== null && input.now - input.stalledSince > input.stallTimeoutMs) {

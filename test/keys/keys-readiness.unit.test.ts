@@ -51,7 +51,7 @@ describe('what the keys need for a replica to be ready', () => {
       at: now,
     };
     expect(keysReadiness({ ...ready, unreadable: [batch] })).toEqual([
-      'keys partition 2 cannot be read at offset 7 (zstd); keys issued or revoked after it are not seen',
+      'keys partition 2 cannot be read at offset 7 (zstd); keys issued or revoked after it are not seen; to move past it for good: skip-batch --topic keys --partition 2 --from 7 --through 9 --reason TEXT',
     ]);
   });
 });

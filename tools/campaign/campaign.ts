@@ -71,6 +71,8 @@ export interface CampaignReport {
 interface SkippedBatch {
   topic: string;
   partition: number;
+  /** the batch's first and last offsets, as /readyz names them */
+  from: number;
   through: number;
 }
 
@@ -433,8 +435,8 @@ class Campaign {
         this.count('inflating batch skipped by the operator');
         let first: SkippedBatch | null = null;
         for (const replica of this.replicas) {
-          const through = await this.reportedBatchEnd(replica, topic, partition, offsetOfBatch);
-          if (through === null) {
+          const reported = await this.reportedBatch(replica, topic, partition, offsetOfBatch);
+          if (reported === null) {
             this.violation(
               replica,
               'liveness',
@@ -443,10 +445,10 @@ class Campaign {
             continue;
           }
           if (first === null) {
-            first = { topic, partition, through };
+            first = { topic, partition, ...reported };
             this.skippedBatches.push(first);
           }
-          await this.skipBatch(replica, { topic, partition, through });
+          await this.skipBatch(replica, { topic, partition, ...reported });
         }
         return `inflating zstd batch on ${topic}[${partition}], skipped by the operator on every replica`;
       }
@@ -903,8 +905,8 @@ class Campaign {
     this.count('unreadable batch skipped by the operator');
     let batch: SkippedBatch | null = null;
     for (const replica of this.replicas) {
-      const through = await this.reportedBatchEnd(replica, topic, partition, offsetOfBatch);
-      if (through === null) {
+      const reported = await this.reportedBatch(replica, topic, partition, offsetOfBatch);
+      if (reported === null) {
         this.violation(
           replica,
           'liveness',
@@ -912,7 +914,7 @@ class Campaign {
         );
         return null;
       }
-      batch ??= { topic, partition, through };
+      batch ??= { topic, partition, ...reported };
     }
     if (batch === null) return null;
     this.skippedBatches.push(batch);
@@ -956,6 +958,8 @@ class Campaign {
       batch.topic,
       '--partition',
       String(batch.partition),
+      '--from',
+      String(batch.from),
       '--through',
       String(batch.through),
       '--reason',
@@ -993,20 +997,21 @@ class Campaign {
   }
 
   /** The last offset of the unreadable batch at or after `atLeast` that /readyz names, once it does (30 s at most). */
-  private async reportedBatchEnd(
+  private async reportedBatch(
     replica: Replica,
     topic: string,
     partition: number,
     atLeast: number,
-  ): Promise<number | null> {
+  ): Promise<{ from: number; through: number } | null> {
     const deadline = Date.now() + 30_000;
     const pattern = new RegExp(
-      `skip-batch --topic ${topic.replace(/[.]/g, '\\.')} --partition ${partition} --through (\\d+)`,
+      `skip-batch --topic ${topic.replace(/[.]/g, '\\.')} --partition ${partition} --from (\\d+) --through (\\d+)`,
     );
     while (Date.now() < deadline) {
       const answer = await get(replica.adminUrl('/readyz'), undefined, 2000);
       const match = pattern.exec(JSON.stringify(answer?.body ?? ''));
-      if (match !== null && Number(match[1]) >= atLeast) return Number(match[1]);
+      if (match !== null && Number(match[2]) >= atLeast)
+        return { from: Number(match[1]), through: Number(match[2]) };
       await sleep(250);
     }
     return null;
