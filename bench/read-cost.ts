@@ -97,9 +97,16 @@ export async function measureReadCost(
       orgOfKeyHash: (hash) => reader.orgOfKeyHash(hash),
       orderPage: timedRead,
       articlesOfOrder: (org, order) => reader.articlesOfOrder(org, order),
-      orgChanges: (org) => reader.orgChanges(org),
-      orderChanges: (order) => reader.orderChanges(order),
-      modelIdentity: () => reader.modelIdentity(),
+      inSnapshot: (read) =>
+        reader.inSnapshot((model) =>
+          read({
+            orgDigest: (org) => model.orgDigest(org),
+            orderDigest: (order) => model.orderDigest(order),
+            orderPage: timedRead,
+            articlesOfOrder: (org, order) => model.articlesOfOrder(org, order),
+            position: () => model.position(),
+          }),
+        ),
     };
     const app = await buildApp({ readerOf: () => api, logger: pino({ level: 'silent' }) });
     for (let i = 0; i < samples; i++) {

@@ -88,6 +88,8 @@ export const ServiceEnv = z.object({
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
   ADMIN_PORT: port.default(9464),
   READY_MAX_LAG: decimalInteger.default(1000),
+  /** how long a request presenting a position (X-Read-Position) waits for this replica to reach it; at most setTimeout's bound */
+  READ_POSITION_WAIT_MS: decimalInteger.pipe(z.number().max(2_147_483_647)).default(1000),
   STALL_TIMEOUT_MS: positiveInt.default(30_000),
   LAG_CHECK_INTERVAL_MS: positiveInt.default(2000),
   /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */

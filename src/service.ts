@@ -106,6 +106,7 @@ async function startServing(
     rateTable,
     requests,
     tracing,
+    readPositionWaitMs: config.http.readPositionWaitMs,
   });
   const admin = await buildAdminApp({
     health: () => running.health(),

@@ -181,10 +181,9 @@ export class Generation {
           giveWay: this.giveWayFlag,
           onBatch: (topic, partition, outcome) => {
             // The batch is committed: the reader looks keys up again to see issues and
-            // revocations, and reads change counters again for its entity tags. At once, outside
-            // the lifecycle's queue: a request after this must not be answered from the cache.
+            // revocations. At once, outside the lifecycle's queue: a request after this must not
+            // be answered from the cache. (Digests and positions follow the file's data_version.)
             if (topic === deps.apiKeysTopic) this.reader.forgetKeys();
-            this.reader.forgetChanges();
             if (topic === deps.apiKeysTopic) deps.keysMoved?.();
             events.batchApplied(topic, partition, outcome);
           },

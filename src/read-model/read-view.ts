@@ -56,8 +56,6 @@ export function readsOf(current: () => { served: ApiReads; keys: Pick<ApiReads, 
     orderPage: (query) => current().served.orderPage(query),
     articlesOfOrder: (orgId, orderId) => current().served.articlesOfOrder(orgId, orderId),
     orgOfKeyHash: (hash) => current().keys.orgOfKeyHash(hash),
-    orgChanges: (orgId) => current().served.orgChanges(orgId),
-    orderChanges: (orderId) => current().served.orderChanges(orderId),
-    modelIdentity: () => current().served.modelIdentity(),
+    inSnapshot: (read) => current().served.inSnapshot(read),
   };
 }

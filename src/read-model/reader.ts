@@ -9,7 +9,7 @@ import {
   type PageStart,
 } from '../../projections/orders/paging.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
-import { metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
+import { changeCounterSql, metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
 import type { Article, Order } from '../../schemas/api.js';
 import type { ReadModelDatabase } from './database.js';
 
@@ -74,30 +74,49 @@ export interface ReaderOptions {
    */
   cacheKeys?: boolean;
   /**
-   * Remember change counters once read, until `forgetChanges()` or for at most `changesCacheMs`: a
-   * 304 then reads nothing. Only for a reader whose owner calls `forgetChanges()` after every commit
-   * (the service does on each batch of its projector thread); the time bound covers a commit whose
-   * report never arrives (a thread that dies right after it).
+   * Remember digests and the position once read, for as long as no other connection commits to the
+   * file (SQLite's `data_version`, read at the start of each snapshot): a 304 then reads no table.
+   * Only for a reader whose connection does not write (a commit of its own does not move it).
    */
   cacheChanges?: boolean;
   /**
-   * Where `forgetKeys()` and `forgetChanges()` are counted (`newCacheEpochs`): readers of one file
-   * in several threads share it, so that a commit reported to one makes every one of them forget.
+   * Where `forgetKeys()` is counted (`newCacheEpochs`): readers of one file in several threads
+   * share it, so that a commit reported to one makes every one of them forget.
    */
   epochs?: Int32Array;
 }
 
 /** Slots of a reader's cache epochs: each moves when the caches of that kind must be forgotten. */
 const keysEpoch = 0;
-const changesEpoch = 1;
 
 /** Cache epochs in shared memory, for the readers of one model file in every thread. */
 export function newCacheEpochs(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 }
 
-/** How long a remembered change counter is trusted without a report of a commit. */
-export const changesCacheMs = 1000;
+/**
+ * What a model has read of its topics: the next offset of every partition, keyed by
+ * `positionKey(topic, partition)`. Stored in the same transaction as the effects, so an answer read
+ * in one snapshot with it shows exactly the events before it.
+ */
+export type ModelPosition = ReadonlyMap<string, number>;
+
+export const positionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** What one request reads, in one snapshot of the file (`ReadModelReader.inSnapshot`). */
+export interface ModelSnapshot {
+  /**
+   * What a conditional GET /orders compares: a digest of every order the organization lists, equal
+   * in every file holding the same orders (`projections/orders/digests.ts`).
+   */
+  orgDigest(orgId: number): string;
+  /** The same for one order's articles. */
+  orderDigest(orderId: number): string;
+  orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
+  articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
+  /** The position of the snapshot; the same object while the file has not changed. */
+  position(): ModelPosition;
+}
 
 /** Bound on remembered keys; past it the cache starts over (an organization has a few keys). */
 const maxCachedKeys = 10_000;
@@ -114,20 +133,22 @@ const rawStatements: ReadonlySet<string> = new Set([
 ]);
 
 type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
-type ChangeStatement = 'orgChanges' | 'orderChanges';
+type DigestStatement = 'orgDigest' | 'orderDigest';
 
 /** What the HTTP API asks of the read model. */
-export type ApiReads = Pick<
-  ReadModelReader,
-  'orgOfKeyHash' | 'orderPage' | 'articlesOfOrder' | 'orgChanges' | 'orderChanges' | 'modelIdentity'
->;
+export type ApiReads = Pick<ReadModelReader, 'orgOfKeyHash' | 'inSnapshot' | 'orderPage' | 'articlesOfOrder'>;
 
-export class ReadModelReader {
+export class ReadModelReader implements ModelSnapshot {
   private readonly statements: {
-    [K in Exclude<keyof typeof readSql, DayStatement | ChangeStatement>]: Statement;
+    [K in Exclude<keyof typeof readSql, DayStatement | DigestStatement>]: Statement;
   };
-  /** null on a file of projection version 2 or older: nobody projects into it, so nothing changes */
-  private readonly changes: { [K in ChangeStatement]: Statement } | null;
+  /**
+   * Digests, or on a file of projection version 3 its change counters (with the file's name in the
+   * tag); null on a file of version 2 or older: nobody projects into it, so nothing changes.
+   */
+  private readonly digests: { [K in DigestStatement]: Statement } | null;
+  /** prefixed to what `digests` reads: empty for digests, the file's name for change counters */
+  private readonly digestPrefix: string;
   /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
@@ -148,11 +169,11 @@ export class ReadModelReader {
       const statement = db.prepare(sql[name]);
       return rawStatements.has(name) ? statement.raw(true) : statement;
     };
-    const apart: ReadonlySet<string> = new Set<DayStatement | ChangeStatement>([
+    const apart: ReadonlySet<string> = new Set<DayStatement | DigestStatement>([
       'ordersPerDay',
       'ordersPerDayByStatus',
-      'orgChanges',
-      'orderChanges',
+      'orgDigest',
+      'orderDigest',
     ]);
     this.statements = Object.fromEntries(
       (Object.keys(sql) as (keyof typeof readSql)[])
@@ -160,25 +181,44 @@ export class ReadModelReader {
         .map((name) => [name, prepare(name)]),
     ) as typeof this.statements;
     const hasTable = (name: string): boolean => db.prepare(metaSql.hasTable).get(name) !== undefined;
-    this.changes = hasTable('org_changes')
-      ? { orgChanges: db.prepare(sql.orgChanges), orderChanges: db.prepare(sql.orderChanges) }
-      : null;
+    if (hasTable('org_digests')) {
+      this.digests = { orgDigest: db.prepare(sql.orgDigest), orderDigest: db.prepare(sql.orderDigest) };
+      this.digestPrefix = '';
+    } else if (hasTable('org_changes')) {
+      this.digests = {
+        orgDigest: db.prepare(changeCounterSql.orgChanges),
+        orderDigest: db.prepare(changeCounterSql.orderChanges),
+      };
+      this.digestPrefix = `${this.modelIdentity()}.`;
+    } else {
+      this.digests = null;
+      this.digestPrefix = `${this.modelIdentity()}.`;
+    }
     // null on a file of projection version 1 (no org_order_days): its deep pages step the index
     this.perDay = hasTable('org_order_days')
       ? { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') }
       : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? deepOffsetFrom;
     this.keyCache = options.cacheKeys === true ? new Map() : null;
-    this.changeCache = options.cacheChanges === true ? new Map() : null;
+    this.digestCache = options.cacheChanges === true ? new Map() : null;
     this.epochs = options.epochs ?? newCacheEpochs();
     this.keysEpochSeen = Atomics.load(this.epochs, keysEpoch);
-    this.changesEpochSeen = Atomics.load(this.epochs, changesEpoch);
+    this.dataVersion = this.statements.dataVersion.pluck();
+    this.snapshot = db.transaction((read: (snapshot: ModelSnapshot) => unknown) => {
+      this.inTransaction = true;
+      try {
+        this.refreshCaches();
+        return read(this);
+      } finally {
+        this.inTransaction = false;
+      }
+    });
     this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
   }
 
   /**
-   * Names this model file in entity tags: counters of two files (a rebuild) may be equal while their
-   * answers differ, so a tag never matches across files.
+   * Names this model file in the entity tags of a file without digests (projection version 3 or
+   * older): counters of two files (a rebuild) may be equal while their answers differ.
    */
   modelIdentity(): string {
     this.fileIdentity ??= createHash('sha256').update(this.db.name).digest('base64url').slice(0, 10);
@@ -187,48 +227,74 @@ export class ReadModelReader {
 
   private fileIdentity: string | undefined;
 
-  /** The organization's change counter: it moves with every change GET /orders could show. */
-  orgChanges(orgId: number): number {
-    return this.changeCounter('orgChanges', `o${orgId}`, orgId);
+  /**
+   * Runs `read` in one read transaction of the file: every read of a request (its tag, its page, the
+   * position it reports) sees the same commits, so the position names exactly what the answer shows.
+   */
+  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T): T {
+    return this.snapshot(read) as T;
   }
 
-  /** The order's change counter: it moves with every change to the order or its articles. */
-  orderChanges(orderId: number): number {
-    return this.changeCounter('orderChanges', `a${orderId}`, orderId);
+  private readonly snapshot: (read: (snapshot: ModelSnapshot) => unknown) => unknown;
+  private readonly dataVersion: Statement;
+  private inTransaction = false;
+
+  /** Forgets the digests and position remembered when another connection has committed since. */
+  private refreshCaches(): void {
+    if (this.digestCache === null) {
+      this.cachedPosition = null;
+      return;
+    }
+    const version = this.dataVersion.get() as number;
+    if (version !== this.cachedVersion) {
+      this.digestCache.clear();
+      this.cachedPosition = null;
+      this.cachedVersion = version;
+    }
   }
 
-  /** Forgets remembered change counters, in every reader sharing its epochs: call after every commit to the file. */
-  forgetChanges(): void {
-    Atomics.add(this.epochs, changesEpoch, 1);
+  orgDigest(orgId: number): string {
+    return this.digest('orgDigest', `o${orgId}`, orgId);
+  }
+
+  orderDigest(orderId: number): string {
+    return this.digest('orderDigest', `a${orderId}`, orderId);
+  }
+
+  position(): ModelPosition {
+    if (this.cachedPosition !== null) return this.cachedPosition;
+    const position = new Map<string, number>();
+    for (const row of this.statements.positions.iterate() as Iterable<{
+      topic: string;
+      partition: number;
+      next_offset: number;
+    }>) {
+      position.set(positionKey(row.topic, row.partition), row.next_offset);
+    }
+    this.cachedPosition = position;
+    return position;
   }
 
   private readonly epochs: Int32Array;
   private keysEpochSeen: number;
-  private changesEpochSeen: number;
 
-  private changeCounter(statement: ChangeStatement, key: string, id: number): number {
-    const cache = this.changeCache;
-    if (cache !== null) {
-      const epoch = Atomics.load(this.epochs, changesEpoch);
-      if (epoch !== this.changesEpochSeen || performance.now() - this.changeCacheSince > changesCacheMs) {
-        cache.clear();
-        this.changesEpochSeen = epoch;
-        this.changeCacheSince = performance.now();
-      }
-      const cached = cache.get(key);
-      if (cached !== undefined) return cached;
-    }
-    const changes = (this.changes?.[statement].get(id) as { changes: number } | undefined)?.changes ?? 0;
+  private digest(statement: DigestStatement, key: string, id: number): string {
+    const cache = this.digestCache;
+    const cached = cache?.get(key);
+    if (cached !== undefined) return cached;
+    const value = (this.digests?.[statement].get(id) as { digest: number } | undefined)?.digest ?? 0;
+    const digest = `${this.digestPrefix}${value.toString(36)}`;
     if (cache !== null) {
       if (cache.size >= maxCachedKeys) cache.clear();
-      cache.set(key, changes);
+      cache.set(key, digest);
     }
-    return changes;
+    return digest;
   }
 
-  /** counter key (`o<org>`, `a<order>`) → value; null when not caching */
-  private readonly changeCache: Map<string, number> | null;
-  private changeCacheSince = performance.now();
+  /** digest key (`o<org>`, `a<order>`) → tag part, valid for `cachedVersion`; null when not caching */
+  private readonly digestCache: Map<string, string> | null;
+  private cachedVersion: number | null = null;
+  private cachedPosition: ModelPosition | null = null;
 
   orgOfKeyHash(keySha256: string): number | null {
     if (this.keyCache !== null) {
@@ -257,7 +323,7 @@ export class ReadModelReader {
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
-    return this.pageInSnapshot(query);
+    return this.inTransaction ? this.page(query) : this.pageInSnapshot(query);
   }
 
   private page(query: OrderPageQuery): { orders: Order[]; total: number } {

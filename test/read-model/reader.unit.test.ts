@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatApiTimestamp, ReadModelReader } from '../../src/read-model/reader.js';
+import { join } from 'node:path';
+import { openReadModel } from '../../src/read-model/database.js';
+import {
+  formatApiTimestamp,
+  positionKey,
+  ReadModelReader,
+  type ModelPosition,
+} from '../../src/read-model/reader.js';
 import { sha256Hex } from '../../src/http/auth.js';
 import {
   apiKeyIssued,
@@ -10,7 +17,8 @@ import {
   statusChanged,
   at,
 } from '../helpers/events.js';
-import { memoryReadModel } from '../helpers/read-model.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
+import { tempDir } from '../helpers/temp.js';
 
 const reference = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
 
@@ -154,28 +162,31 @@ describe('ReadModelReader key cache', () => {
   });
 });
 
-describe('remembered change counters', () => {
-  it('serve a counter from memory until forgetChanges(), and never for longer than a second', async () => {
-    const model = memoryReadModel();
+describe('remembered digests and positions', () => {
+  const dir = tempDir('reader-cache');
+
+  it('are read again as soon as another connection commits, and not before', () => {
+    const file = join(dir, 'model.sqlite');
+    const model = memoryReadModel(openReadModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
-    const reader = new ReadModelReader(model.db, { cacheChanges: true });
-    const before = reader.orgChanges(1);
-    expect(before).toBeGreaterThan(0);
+    const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
+    const read = (): { digest: string; position: ModelPosition } =>
+      reader.inSnapshot((snapshot) => ({ digest: snapshot.orgDigest(1), position: snapshot.position() }));
+    const before = read();
+    expect(before.digest).not.toBe('0');
+    expect(before.position.get(positionKey(testTopics.orders, 0))).toBe(1);
+    // Nothing committed: the same position object, so its token is encoded once.
+    expect(read().position).toBe(before.position);
     model.apply(statusChanged(1, 'finished'));
-    // Not yet told of the commit: the remembered value.
-    expect(reader.orgChanges(1)).toBe(before);
-    reader.forgetChanges();
-    const after = reader.orgChanges(1);
-    expect(after).toBeGreaterThan(before);
-    model.apply(statusChanged(1, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
-    expect(reader.orgChanges(1)).toBe(after);
-    await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(reader.orgChanges(1)).toBeGreaterThan(after);
-    // Without caching, every read sees the file.
-    const plain = new ReadModelReader(model.db);
-    const seen = plain.orgChanges(1);
-    model.apply(statusChanged(1, 'finished', { occurred_at: '2026-12-02T00:00:00Z' }));
-    expect(plain.orgChanges(1)).toBeGreaterThan(seen);
+    const after = read();
+    expect(after.digest).not.toBe(before.digest);
+    expect(after.position.get(positionKey(testTopics.orderStatus, 0))).toBe(1);
+    // A change no answer shows (an internal status within processing) leaves the digest as it was.
+    model.apply(orderCreated({ order_id: 2, organization_id: 1 }));
+    const withTwo = read().digest;
+    model.apply(statusChanged(2, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
+    expect(read().digest).toBe(withTwo);
     model.db.close();
+    reader.db.close();
   });
 });
