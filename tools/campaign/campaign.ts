@@ -25,6 +25,7 @@ import { CampaignBroker, Replica } from './cluster.js';
 import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
+import { Caller, type CallerCounts } from './caller.js';
 import { Random } from './random.js';
 import { World, type Draw } from './world.js';
 
@@ -50,6 +51,8 @@ export interface CampaignReport {
   slowestRevocationMs: number;
   events: number;
   poison: number;
+  /** the caller moved between replicas with its position (`caller.ts`) */
+  caller: CallerCounts;
 }
 
 interface SkippedBatch {
@@ -90,6 +93,7 @@ class Campaign {
   private readonly revokedAcked = new Set<string>();
   private readonly invariants: Invariants;
   private readonly prober: Prober;
+  private readonly caller: Caller;
   private readonly memories = new Map<Replica, Memory>();
   private readonly steps: string[] = [];
   private readonly faults: Record<string, number> = {};
@@ -122,6 +126,7 @@ class Campaign {
       new Random(options.seed + 2),
       this.revokedAcked,
     );
+    this.caller = new Caller(this.world, this.invariants, new Random(options.seed + 3));
   }
 
   private log(line: string): void {
@@ -175,6 +180,7 @@ class Campaign {
       slowestRevocationMs: this.slowestRevocationMs,
       events: this.events,
       poison: this.poison,
+      caller: this.caller.counts,
     };
   }
 
@@ -509,6 +515,7 @@ class Campaign {
       if (this.broker.state === 'up' && (await this.prober.ready(replica)))
         replica.readyAtEpoch = this.broker.epoch;
     }
+    await this.caller.look(this.replicas);
   }
 
   private async burst(replica: Replica, requests: number): Promise<void> {
@@ -629,7 +636,7 @@ export function formatReport(report: CampaignReport): string {
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
   const lines = [
-    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
+    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks; slowest revocation ${report.slowestRevocationMs} ms; caller with its position: ${report.caller.answered} answers, ${report.caller.notReached} not reached (503); ${report.violations.length} violations`,
   ];
   if (report.violations.length > 0) {
     lines.push(
