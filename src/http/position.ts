@@ -185,16 +185,17 @@ export function answerAtPosition(
       return;
     }
   }
-  const attempt = (): typeof notReached | undefined =>
+  const attempt = (fresh: boolean): typeof notReached | undefined =>
     reads().inSnapshot((snapshot) => {
       const position = snapshot.position();
       if (required !== null && !reached(position, required)) return notReached;
       void reply.header(positionHeader, positionToken(position));
       answer(snapshot);
       return undefined;
-    });
-  if (attempt() !== notReached) return;
-  return waitThenAnswer(reply, attempt, options.waitMs);
+    }, fresh);
+  // What the reader remembers may be a commit behind the file: look at the file before waiting.
+  if (attempt(false) !== notReached || attempt(true) !== notReached) return;
+  return waitThenAnswer(reply, () => attempt(true), options.waitMs);
 }
 
 /** Polls more often at first: a replica slightly behind usually catches up within milliseconds. */

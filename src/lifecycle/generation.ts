@@ -181,9 +181,10 @@ export class Generation {
           giveWay: this.giveWayFlag,
           onBatch: (topic, partition, outcome) => {
             // The batch is committed: the reader looks keys up again to see issues and
-            // revocations. At once, outside the lifecycle's queue: a request after this must not
-            // be answered from the cache. (Digests and positions follow the file's data_version.)
+            // revocations, and reads digests and the position again for its tags. At once, outside
+            // the lifecycle's queue: a request after this must not be answered from the cache.
             if (topic === deps.apiKeysTopic) this.reader.forgetKeys();
+            this.reader.forgetChanges();
             if (topic === deps.apiKeysTopic) deps.keysMoved?.();
             events.batchApplied(topic, partition, outcome);
           },

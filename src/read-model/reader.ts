@@ -74,25 +74,33 @@ export interface ReaderOptions {
    */
   cacheKeys?: boolean;
   /**
-   * Remember digests and the position once read, for as long as no other connection commits to the
-   * file (SQLite's `data_version`, read at the start of each snapshot): a 304 then reads no table.
-   * Only for a reader whose connection does not write (a commit of its own does not move it).
+   * Remember digests and the position once read, as one snapshot of the file: a 304 then reads
+   * nothing. Every read that goes to the file (a fill, a page) checks SQLite's `data_version` in its
+   * transaction and starts the remembered snapshot over when another connection has committed, so
+   * what is remembered is always of one state of the file and a position given is never older than
+   * the page given with it. Forgotten at `forgetChanges()`, or after at most `changesCacheMs`.
+   * Only for a reader whose owner calls `forgetChanges()` after every commit (the service does on
+   * each batch of its projector thread) and whose connection does not write.
    */
   cacheChanges?: boolean;
   /**
-   * Where `forgetKeys()` is counted (`newCacheEpochs`): readers of one file in several threads
-   * share it, so that a commit reported to one makes every one of them forget.
+   * Where `forgetKeys()` and `forgetChanges()` are counted (`newCacheEpochs`): readers of one file
+   * in several threads share it, so that a commit reported to one makes every one of them forget.
    */
   epochs?: Int32Array;
 }
 
 /** Slots of a reader's cache epochs: each moves when the caches of that kind must be forgotten. */
 const keysEpoch = 0;
+const changesEpoch = 1;
 
 /** Cache epochs in shared memory, for the readers of one model file in every thread. */
 export function newCacheEpochs(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
 }
+
+/** How long a remembered snapshot is trusted without a report of a commit. */
+export const changesCacheMs = 1000;
 
 /**
  * What a model has read of its topics: the next offset of every partition, keyed by
@@ -203,17 +211,18 @@ export class ReadModelReader implements ModelSnapshot {
     this.digestCache = options.cacheChanges === true ? new Map() : null;
     this.epochs = options.epochs ?? newCacheEpochs();
     this.keysEpochSeen = Atomics.load(this.epochs, keysEpoch);
+    this.changesEpochSeen = Atomics.load(this.epochs, changesEpoch);
     this.dataVersion = this.statements.dataVersion.pluck();
-    this.snapshot = db.transaction((read: (snapshot: ModelSnapshot) => unknown) => {
+    this.transaction = db.transaction((read: () => unknown) => {
       this.inTransaction = true;
       try {
-        this.refreshCaches();
-        return read(this);
+        this.followVersion();
+        return read();
       } finally {
         this.inTransaction = false;
       }
     });
-    this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
+    this.pageInSnapshot = (query) => this.fromFile(() => this.page(query));
   }
 
   /**
@@ -228,29 +237,61 @@ export class ReadModelReader implements ModelSnapshot {
   private fileIdentity: string | undefined;
 
   /**
-   * Runs `read` in one read transaction of the file: every read of a request (its tag, its page, the
-   * position it reports) sees the same commits, so the position names exactly what the answer shows.
+   * Runs the reads of one request: its tag, its page and the position it reports. Without caching,
+   * in one read transaction of the file, so the position names exactly what the answer shows. With
+   * caching, from the remembered snapshot where it can (a 304 reads nothing), and the page in a
+   * transaction of its own that moves the remembered snapshot to its own state when the file has
+   * changed, so the position given is never older than the page. `fresh`: forget what is
+   * remembered first (a presented position that the remembered one has not reached).
    */
-  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T): T {
-    return this.snapshot(read) as T;
+  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, fresh = false): T {
+    if (this.digestCache === null) return this.fromFile(() => read(this));
+    const epoch = Atomics.load(this.epochs, changesEpoch);
+    if (
+      fresh ||
+      epoch !== this.changesEpochSeen ||
+      performance.now() - this.rememberedSince > changesCacheMs
+    ) {
+      this.forgetSnapshot();
+      this.changesEpochSeen = epoch;
+      this.rememberedSince = performance.now();
+    }
+    return read(this);
   }
 
-  private readonly snapshot: (read: (snapshot: ModelSnapshot) => unknown) => unknown;
+  /** Forgets remembered digests and position, in every reader sharing its epochs: call after every commit to the file. */
+  forgetChanges(): void {
+    Atomics.add(this.epochs, changesEpoch, 1);
+  }
+
+  private readonly transaction: (read: () => unknown) => unknown;
   private readonly dataVersion: Statement;
   private inTransaction = false;
+  private changesEpochSeen: number;
+  private rememberedSince = performance.now();
 
-  /** Forgets the digests and position remembered when another connection has committed since. */
-  private refreshCaches(): void {
+  /** `read` in a read transaction of the file (the one running, if any). */
+  private fromFile<T>(read: () => T): T {
+    return this.inTransaction ? read() : (this.transaction(read) as T);
+  }
+
+  /** In a read transaction: what is remembered becomes of its snapshot if the file changed since. */
+  private followVersion(): void {
     if (this.digestCache === null) {
       this.cachedPosition = null;
       return;
     }
     const version = this.dataVersion.get() as number;
     if (version !== this.cachedVersion) {
-      this.digestCache.clear();
-      this.cachedPosition = null;
+      this.forgetSnapshot();
       this.cachedVersion = version;
     }
+  }
+
+  private forgetSnapshot(): void {
+    this.digestCache?.clear();
+    this.cachedPosition = null;
+    this.cachedVersion = null;
   }
 
   orgDigest(orgId: number): string {
@@ -263,16 +304,18 @@ export class ReadModelReader implements ModelSnapshot {
 
   position(): ModelPosition {
     if (this.cachedPosition !== null) return this.cachedPosition;
-    const position = new Map<string, number>();
-    for (const row of this.statements.positions.iterate() as Iterable<{
-      topic: string;
-      partition: number;
-      next_offset: number;
-    }>) {
-      position.set(positionKey(row.topic, row.partition), row.next_offset);
-    }
-    this.cachedPosition = position;
-    return position;
+    return this.fromFile(() => {
+      const position = new Map<string, number>();
+      for (const row of this.statements.positions.iterate() as Iterable<{
+        topic: string;
+        partition: number;
+        next_offset: number;
+      }>) {
+        position.set(positionKey(row.topic, row.partition), row.next_offset);
+      }
+      this.cachedPosition = position;
+      return position;
+    });
   }
 
   private readonly epochs: Int32Array;
@@ -282,13 +325,15 @@ export class ReadModelReader implements ModelSnapshot {
     const cache = this.digestCache;
     const cached = cache?.get(key);
     if (cached !== undefined) return cached;
-    const value = (this.digests?.[statement].get(id) as { digest: number } | undefined)?.digest ?? 0;
-    const digest = `${this.digestPrefix}${value.toString(36)}`;
-    if (cache !== null) {
-      if (cache.size >= maxCachedKeys) cache.clear();
-      cache.set(key, digest);
-    }
-    return digest;
+    return this.fromFile(() => {
+      const value = (this.digests?.[statement].get(id) as { digest: number } | undefined)?.digest ?? 0;
+      const digest = `${this.digestPrefix}${value.toString(36)}`;
+      if (cache !== null) {
+        if (cache.size >= maxCachedKeys) cache.clear();
+        cache.set(key, digest);
+      }
+      return digest;
+    });
   }
 
   /** digest key (`o<org>`, `a<order>`) → tag part, valid for `cachedVersion`; null when not caching */
@@ -323,7 +368,7 @@ export class ReadModelReader implements ModelSnapshot {
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
-    return this.inTransaction ? this.page(query) : this.pageInSnapshot(query);
+    return this.pageInSnapshot(query);
   }
 
   private page(query: OrderPageQuery): { orders: Order[]; total: number } {
@@ -371,8 +416,10 @@ export class ReadModelReader implements ModelSnapshot {
 
   /** The order's title and articles, or null when the order is not listed for this organization. */
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null {
-    // One statement: one snapshot, no explicit transaction needed.
-    const rows = this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[];
+    // One statement, in a transaction that follows the file's version (see `inSnapshot`).
+    const rows = this.fromFile(
+      () => this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[],
+    );
     const first = rows[0];
     if (first === undefined) return null;
     if (first[1] === null) return { title: first[0], articles: [] };

@@ -165,27 +165,46 @@ describe('ReadModelReader key cache', () => {
 describe('remembered digests and positions', () => {
   const dir = tempDir('reader-cache');
 
-  it('are read again as soon as another connection commits, and not before', () => {
+  it('are one snapshot of the file: kept until forgetChanges() or a page read of a newer state, and never older than the page', async () => {
     const file = join(dir, 'model.sqlite');
     const model = memoryReadModel(openReadModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
     const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
-    const read = (): { digest: string; position: ModelPosition } =>
-      reader.inSnapshot((snapshot) => ({ digest: snapshot.orgDigest(1), position: snapshot.position() }));
+    const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>
+      reader.inSnapshot((snapshot) => {
+        const digest = snapshot.orgDigest(1);
+        const total = withPage
+          ? snapshot.orderPage({ orgId: 1, status: null, limit: 5, offset: 0 }).total
+          : undefined;
+        return { digest, position: snapshot.position(), ...(total === undefined ? {} : { total }) };
+      });
     const before = read();
     expect(before.digest).not.toBe('0');
     expect(before.position.get(positionKey(testTopics.orders, 0))).toBe(1);
-    // Nothing committed: the same position object, so its token is encoded once.
     expect(read().position).toBe(before.position);
-    model.apply(statusChanged(1, 'finished'));
+    model.apply(orderCreated({ order_id: 2, organization_id: 1 }));
+    // Not yet told of the commit: the remembered snapshot, digest and position alike.
+    expect(read()).toEqual(before);
+    // A page reads the file: the position given with it is of the page's state.
+    const paged = read(true);
+    expect(paged.total).toBe(2);
+    expect(paged.position.get(positionKey(testTopics.orders, 0))).toBe(2);
     const after = read();
     expect(after.digest).not.toBe(before.digest);
-    expect(after.position.get(positionKey(testTopics.orderStatus, 0))).toBe(1);
+    model.apply(statusChanged(1, 'finished'));
+    reader.forgetChanges();
+    expect(read().position.get(positionKey(testTopics.orderStatus, 0))).toBe(1);
+    // Never trusted for longer than a second without a report.
+    model.apply(orderCreated({ order_id: 3, organization_id: 1 }));
+    const unreported = read().digest;
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect(read().digest).not.toBe(unreported);
     // A change no answer shows (an internal status within processing) leaves the digest as it was.
-    model.apply(orderCreated({ order_id: 2, organization_id: 1 }));
-    const withTwo = read().digest;
-    model.apply(statusChanged(2, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
-    expect(read().digest).toBe(withTwo);
+    reader.forgetChanges();
+    const withThree = read().digest;
+    model.apply(statusChanged(3, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
+    reader.forgetChanges();
+    expect(read().digest).toBe(withThree);
     model.db.close();
     reader.db.close();
   });
