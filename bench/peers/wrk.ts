@@ -1,7 +1,7 @@
 /**
  * Load from `wrk` (Debian's package, /usr/bin/wrk): a closed loop of `connections` connections on one
  * thread of its own, each request drawn at random from a list of (path, key) pairs by a generated Lua
- * script, which also reports the figures as one JSON line. The CPU time wrk itself used comes from the
+ * script (with other headers where the pair names them), which also reports the figures as one JSON line. The CPU time wrk itself used comes from the
  * shell that waited for it (its cutime and cstime), so the share of the machine the generator took is
  * known.
  */
@@ -13,6 +13,8 @@ import { join } from 'node:path';
 export interface WrkRequest {
   path: string;
   key: string;
+  /** other headers of the request (`If-None-Match`, `X-Read-Position`), name → value */
+  headers?: Record<string, string>;
 }
 
 export interface WrkResult {
@@ -36,14 +38,17 @@ function luaScript(requestsFile: string): string {
   return `local requests = {}
 function init(args)
   for line in io.lines(${JSON.stringify(requestsFile)}) do
-    local path, authorization = line:match("^([^\t]*)\t(.*)$")
-    requests[#requests + 1] = { path, authorization }
+    local fields = {}
+    for field in (line .. "\t"):gmatch("([^\t]*)\t") do fields[#fields + 1] = field end
+    local headers = { ["Authorization"] = fields[2] }
+    for i = 3, #fields - 1, 2 do headers[fields[i]] = fields[i + 1] end
+    requests[#requests + 1] = { fields[1], headers }
   end
   math.randomseed(os.time() + os.clock() * 1000000)
 end
 function request()
   local r = requests[math.random(#requests)]
-  return wrk.format("GET", r[1], { ["Authorization"] = r[2] })
+  return wrk.format("GET", r[1], r[2])
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -65,7 +70,9 @@ export async function wrk(
   const dir = mkdtempSync(join(tmpdir(), 'wrk-'));
   const script = join(dir, 'requests.lua');
   const requestsFile = join(dir, 'requests.tsv');
-  writeFileSync(requestsFile, requests.map((r) => `${r.path}\tBearer ${r.key}\n`).join(''));
+  const line = (r: WrkRequest): string =>
+    [r.path, `Bearer ${r.key}`, ...Object.entries(r.headers ?? {}).flat()].join('\t');
+  writeFileSync(requestsFile, requests.map((r) => `${line(r)}\n`).join(''));
   writeFileSync(script, luaScript(requestsFile));
   try {
     const output = await new Promise<string>((resolve, reject) => {

@@ -99,8 +99,20 @@ export function positionToken(position: ModelPosition): string {
   return token;
 }
 
+/** Tokens parsed lately: a poller presents the same one until the model moves. */
+const parsed = new Map<string, RequiredPosition | null>();
+
 /** The position a token names; null when it is not one this API gives. */
 export function parsePositionToken(token: string): RequiredPosition | null {
+  const known = parsed.get(token);
+  if (known !== undefined) return known;
+  const required = parseToken(token);
+  if (parsed.size >= 1000) parsed.clear();
+  parsed.set(token, required);
+  return required;
+}
+
+function parseToken(token: string): RequiredPosition | null {
   if (token.length === 0 || token.length > maxPositionTokenLength || !/^[A-Za-z0-9_-]+$/.test(token)) {
     return null;
   }
