@@ -24,7 +24,8 @@ function pinnedKafkaVersion(): string {
 
 export const KAFKA_VERSION = pinnedKafkaVersion();
 
-const startupTimeoutMs = 90_000;
+/** LOCAL_KAFKA_STARTUP_MS: more on a machine so busy that the JVM starts slowly */
+const startupTimeoutMs = Number(process.env['LOCAL_KAFKA_STARTUP_MS'] ?? 90_000);
 
 export interface LocalBroker {
   brokers: string;
