@@ -99,9 +99,16 @@ export async function measureReadCost(
       orgOfKeyHash: (hash) => keyLookup.orgOfKeyHash(hash),
       orderPage: timedRead,
       articlesOfOrder: (org, order) => reader.articlesOfOrder(org, order),
-      orgChanges: (org) => reader.orgChanges(org),
-      orderChanges: (order) => reader.orderChanges(order),
-      modelIdentity: () => reader.modelIdentity(),
+      inSnapshot: (read) =>
+        reader.inSnapshot((model) =>
+          read({
+            orgDigest: (org) => model.orgDigest(org),
+            orderDigest: (order) => model.orderDigest(order),
+            orderPage: timedRead,
+            articlesOfOrder: (org, order) => model.articlesOfOrder(org, order),
+            position: () => model.position(),
+          }),
+        ),
     };
     const app = await buildApp({ readerOf: () => api, logger: pino({ level: 'silent' }) });
     // The stack's own cost: the same app with every read answered by one constant page.

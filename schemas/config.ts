@@ -100,6 +100,8 @@ export const ServiceEnv = z.object({
   ADMIN_HOST: z.string().min(1).default('0.0.0.0'),
   ADMIN_PORT: port.default(9464),
   READY_MAX_LAG: decimalInteger.default(1000),
+  /** how long a request presenting a position (X-Read-Position) waits for this replica to reach it; at most setTimeout's bound */
+  READ_POSITION_WAIT_MS: decimalInteger.pipe(z.number().max(2_147_483_647)).default(1000),
   STALL_TIMEOUT_MS: timerMs(positiveInt).default(30_000),
   LAG_CHECK_INTERVAL_MS: timerMs(positiveInt).default(2000),
   /** the keys consumer must have fetched within this long for the replica to be ready; past it, it is replaced */

@@ -13,7 +13,8 @@ export interface ServiceConfig {
   };
   topics: Record<TopicRole, string>;
   dataDir: string;
-  http: { host: string; port: number; workers: number };
+  /** `readPositionWaitMs`: how long a request waits for the position it presents (`http/position.ts`) */
+  http: { host: string; port: number; workers: number; readPositionWaitMs: number };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
   /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
@@ -85,7 +86,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       apiKeys: e.TOPIC_API_KEYS,
     },
     dataDir: e.DATA_DIR,
-    http: { host: e.HTTP_HOST, port: e.HTTP_PORT, workers: e.HTTP_WORKERS },
+    http: {
+      host: e.HTTP_HOST,
+      port: e.HTTP_PORT,
+      workers: e.HTTP_WORKERS,
+      readPositionWaitMs: e.READ_POSITION_WAIT_MS,
+    },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT },
     health: {
       readyMaxLag: e.READY_MAX_LAG,

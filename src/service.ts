@@ -102,6 +102,7 @@ async function startServing(
     rateTable,
     requests,
     tracing,
+    readPositionWaitMs: config.http.readPositionWaitMs,
   });
   const admin = await buildAdminApp({
     health: () => running.health(),

@@ -27,6 +27,8 @@ import { seededRandom } from '../../tools/demo-data.js';
 export interface WrkRequest {
   path: string;
   key: string;
+  /** other headers of the request (`If-None-Match`, `X-Read-Position`), name → value */
+  headers?: Record<string, string>;
 }
 
 export interface WrkResult {
@@ -64,7 +66,9 @@ export interface SequenceFile {
 export function writeSequence(requests: readonly WrkRequest[]): SequenceFile {
   const dir = mkdtempSync(join(tmpdir(), 'wrk-sequence-'));
   const file = join(dir, 'requests.tsv');
-  writeFileSync(file, requests.map((r) => `${r.path}\tBearer ${r.key}\n`).join(''));
+  const line = (r: WrkRequest): string =>
+    [r.path, `Bearer ${r.key}`, ...Object.entries(r.headers ?? {}).flat()].join('\t');
+  writeFileSync(file, requests.map((r) => `${line(r)}\n`).join(''));
   return { file, length: requests.length, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -99,8 +103,11 @@ function setup(thread)
 end
 function init(args)
   for line in io.lines(${JSON.stringify(sequenceFile)}) do
-    local path, authorization = line:match("^([^\\t]*)\\t(.*)$")
-    requests[#requests + 1] = { path, authorization }
+    local fields = {}
+    for field in (line .. "\\t"):gmatch("([^\\t]*)\\t") do fields[#fields + 1] = field end
+    local headers = { ["Authorization"] = fields[2] }
+    for i = 3, #fields - 1, 2 do headers[fields[i]] = fields[i + 1] end
+    requests[#requests + 1] = { fields[1], headers }
   end
   at = math.floor(index * #requests / ${threads})
 end
@@ -108,7 +115,7 @@ function request()
   at = at % #requests + 1
   sent = sent + 1
   local r = requests[at]
-  return wrk.format("GET", r[1], { ["Authorization"] = r[2] })
+  return wrk.format("GET", r[1], r[2])
 end
 ${
   rate > 0

@@ -98,18 +98,19 @@ CREATE TABLE api_keys (
 
 CREATE INDEX api_keys_active_by_hash ON api_keys (key_sha256) WHERE revoked = 0;
 
--- Change counters for conditional requests. A counter moves in the same transaction as every change
--- a response could show, so a tag derived from it changes whenever the response would, without
--- reading the response. Per organization: any change to one of its listed orders (GET /orders).
-CREATE TABLE org_changes (
-  org_id  INTEGER PRIMARY KEY,
-  changes INTEGER NOT NULL
+-- Digests for conditional requests (digests.ts): the XOR of a hash of each shown row, kept in the
+-- same transaction as every change, so an entity tag derived from one changes whenever the answer
+-- would, without reading the answer, and is the same in every file holding the same rows. A zero
+-- digest (nothing shown) has no row. Per organization: its listed orders (GET /orders).
+CREATE TABLE org_digests (
+  org_id INTEGER PRIMARY KEY,
+  digest INTEGER NOT NULL
 ) STRICT;
 
--- Per order: any change to the order's row or to one of its articles (GET /orders/{id}/articles).
-CREATE TABLE order_changes (
+-- Per order: the order's title and its published articles (GET /orders/{id}/articles).
+CREATE TABLE order_digests (
   order_id INTEGER PRIMARY KEY,
-  changes  INTEGER NOT NULL
+  digest   INTEGER NOT NULL
 ) STRICT;
 
 -- Next offset to read per partition, written in the same transaction as the effects.

@@ -2,7 +2,7 @@
  * The projection's version. A change to what the projection computes or to its tables means a new
  * version and a rebuild from the topics, never an in-place migration of projected rows.
  */
-export const PROJECTION_VERSION = 3;
+export const PROJECTION_VERSION = 4;
 
 /**
  * Where the tables and indexes of the current version are (`schema.sql`), as one script for a new

@@ -23,10 +23,13 @@ function upsert(table: string, columns: readonly string[], rows = 1): string {
   );
 }
 
-/** Adds 1 to the change counters of `rows` ids (parameters: the ids). */
-function countChanges(table: string, key: string, rows: number): string {
-  return `INSERT INTO ${table} (${key}, changes) VALUES ${valueRows(1, rows, '(?, 1)')}
-    ON CONFLICT (${key}) DO UPDATE SET changes = changes + 1`;
+/** `digest` XOR `excluded.digest`: SQLite has no XOR operator, and this never overflows. */
+const xorDigest = `digest = (digest | excluded.digest) & ~(digest & excluded.digest)`;
+
+/** XORs a change into the digests of `rows` ids (parameters: id, change, row after row). */
+function xorDigests(table: string, key: string, rows: number): string {
+  return `INSERT INTO ${table} (${key}, digest) VALUES ${valueRows(2, rows)}
+    ON CONFLICT (${key}) DO UPDATE SET ${xorDigest}`;
 }
 
 /**
@@ -43,10 +46,10 @@ export const manyRowsSql = {
     `INSERT INTO orders (${orderColumns.join(', ')}) VALUES ${valueRows(orderColumns.length, rows)}`,
   /** Parameters: the values of `articleColumns`, in that order, for each row. */
   upsertArticles: (rows: number) => upsert('articles', articleColumns, rows),
-  /** Parameters: the organization ids. */
-  countOrgChanges: (rows: number) => countChanges('org_changes', 'org_id', rows),
-  /** Parameters: the order ids. */
-  countOrderChanges: (rows: number) => countChanges('order_changes', 'order_id', rows),
+  /** Parameters: the organization id and the change to its digest, for each row. */
+  xorOrgDigests: (rows: number) => xorDigests('org_digests', 'org_id', rows),
+  /** Parameters: the order id and the change to its digest, for each row. */
+  xorOrderDigests: (rows: number) => xorDigests('order_digests', 'order_id', rows),
 } as const;
 
 /**
@@ -76,6 +79,9 @@ export const writeSql = {
     ON CONFLICT (org_id, day, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
   decreaseOrderDay: `UPDATE org_order_days SET orders = orders - ? WHERE org_id = ? AND day = ? AND listed_status = ?`,
   dropEmptyOrderDay: `DELETE FROM org_order_days WHERE org_id = ? AND day = ? AND listed_status = ? AND orders = 0`,
+  /** A zero digest means the same as none: removing it keeps the table a function of the rows shown. */
+  dropZeroOrgDigests: `DELETE FROM org_digests WHERE digest = 0 AND org_id IN (SELECT value FROM json_each(?))`,
+  dropZeroOrderDigests: `DELETE FROM order_digests WHERE digest = 0 AND order_id IN (SELECT value FROM json_each(?))`,
   selectOffsets: `SELECT topic, partition, next_offset FROM consumer_offsets ORDER BY topic, partition`,
   upsertOffset: `INSERT INTO consumer_offsets (topic, partition, next_offset) VALUES (?, ?, ?)
     ON CONFLICT (topic, partition) DO UPDATE SET next_offset = excluded.next_offset`,
@@ -96,11 +102,21 @@ function addPart(table: string, keys: readonly string[], counter: string): strin
     ON CONFLICT (${keys.join(', ')}) DO UPDATE SET ${counter} = ${counter} + excluded.${counter}`;
 }
 
+/** XORs the attached `part`'s digests into the file's own, then drops those that became zero. */
+function xorPart(table: string, key: string): string[] {
+  return [
+    `INSERT INTO ${table} (${key}, digest) SELECT ${key}, digest FROM part.${table} WHERE true
+    ON CONFLICT (${key}) DO UPDATE SET ${xorDigest}`,
+    `DELETE FROM ${table} WHERE digest = 0`,
+  ];
+}
+
 /**
  * Joins into a rebuild's file the tables of a part of it built from other topics in a file of its
  * own, attached as `part` (`src/consumer/rebuild.ts`). The two read disjoint topics, so no row of
  * an entity or a partition is in both: a copy that meets one fails rather than choosing. Counters
- * of listed orders add up (an order counts where its row is), and so do change counters.
+ * of listed orders add up (an order counts where its row is), and digests XOR (an order's title is in
+ * one part, its articles in the other).
  */
 export const joinPartSql = [
   copyPart('orders', orderColumns, 'order_id'),
@@ -108,8 +124,8 @@ export const joinPartSql = [
   copyPart('api_keys', apiKeyColumns, 'key_id'),
   addPart('org_order_counts', ['org_id', 'listed_status'], 'orders'),
   addPart('org_order_days', ['org_id', 'day', 'listed_status'], 'orders'),
-  addPart('org_changes', ['org_id'], 'changes'),
-  addPart('order_changes', ['order_id'], 'changes'),
+  ...xorPart('org_digests', 'org_id'),
+  ...xorPart('order_digests', 'order_id'),
   copyPart('consumer_offsets', ['topic', 'partition', 'next_offset'], 'topic, partition'),
   copyPart(
     'dead_letters',
@@ -151,10 +167,14 @@ export const readSql = {
     FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND a.removed = 0
     WHERE o.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,
-  /** What a conditional GET /orders compares: the organization's change counter (0 before any change). */
-  orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS changes`,
+  /** What a conditional GET /orders compares: the organization's digest (0: nothing listed). */
+  orgDigest: `SELECT coalesce((SELECT digest FROM org_digests WHERE org_id = ?), 0) AS digest`,
   /** The same for one order's articles. */
-  orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS changes`,
+  orderDigest: `SELECT coalesce((SELECT digest FROM order_digests WHERE order_id = ?), 0) AS digest`,
+  /** The model's position: what it has read of every partition, in the same file as its effects. */
+  positions: `SELECT topic, partition, next_offset FROM consumer_offsets`,
+  /** Moves whenever another connection commits to the file: what the reader's caches are valid for. */
+  dataVersion: `PRAGMA data_version`,
 } as const;
 
 /**
@@ -168,6 +188,15 @@ export function readSqlFor(hasSubMillisecond: boolean): typeof readSql {
     Object.entries(readSql).map(([name, text]) => [name, text.replaceAll('created_at_sub DESC, ', '')]),
   ) as unknown as typeof readSql;
 }
+
+/**
+ * The change counters of a file of projection version 3, in place of the digests of the later
+ * versions: served read-only while its successor is built, so they name the file in the tag.
+ */
+export const changeCounterSql = {
+  orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS digest`,
+  orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS digest`,
+} as const;
 
 /** What a file says of itself: its projection version, its layout, its indexes. */
 export const metaSql = {

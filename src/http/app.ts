@@ -18,6 +18,7 @@ import { compression, type CompressionSettings } from './plugins/compression.js'
 import { errorHandling, frameworkErrorOptions } from './plugins/errors.js';
 import { observability, requestIdOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
+import { defaultPositionWaitMs } from './position.js';
 import { rateLimiting, type RateLimit } from './plugins/rate-limit.js';
 import { requestTracing, tracingOptions } from './plugins/tracing.js';
 import { orderArticlesRoute } from './routes/order-articles.js';
@@ -39,6 +40,8 @@ export interface AppDeps {
   compression?: CompressionSettings;
   /** a span per request (`plugins/tracing.ts`); absent: none, at no cost */
   tracing?: Tracing | undefined;
+  /** how long a request waits for the position it presents (READ_POSITION_WAIT_MS; `position.ts`) */
+  readPositionWaitMs?: number;
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -77,8 +80,9 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       await api.register(async (secured) => {
         authentication(secured, authenticated);
         await rateLimiting(secured, deps.rateLimit, deps.rateTable);
-        await secured.register(orderListRoute(deps.readerOf));
-        await secured.register(orderArticlesRoute(deps.readerOf));
+        const positions = { waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs };
+        await secured.register(orderListRoute(deps.readerOf, positions));
+        await secured.register(orderArticlesRoute(deps.readerOf, positions));
       });
     },
     { prefix: API_PREFIX },

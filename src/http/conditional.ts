@@ -1,13 +1,15 @@
 /**
- * Conditional requests for polling callers: an entity tag built from the model's change counters
- * (never from the answer itself, so a 304 costs no page read), compared weakly with If-None-Match.
+ * Conditional requests for polling callers: an entity tag built from the model's digests of what an
+ * answer shows (never from the answer itself, so a 304 costs no page read), compared weakly with
+ * If-None-Match. A digest depends on the data alone, so a tag one replica gave earns a 304 from
+ * every replica holding the same data.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 
-/** A weak tag: the projection version, the served file, the counter and what the query selects. */
-export function entityTag(modelIdentity: string, changes: number, ...query: (string | number)[]): string {
-  return `W/"${PROJECTION_VERSION}.${modelIdentity}.${changes}.${query.join('.')}"`;
+/** A weak tag: the projection version, the digest and what the query selects (organization included). */
+export function entityTag(digest: string, ...query: (string | number)[]): string {
+  return `W/"${PROJECTION_VERSION}.${digest}.${query.join('.')}"`;
 }
 
 /** The opaque part of a tag, for weak comparison (RFC 9110 §8.8.3.2). */

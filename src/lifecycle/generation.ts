@@ -182,7 +182,7 @@ export class Generation {
           groupId,
           giveWay: this.giveWayFlag,
           onBatch: (topic, partition, outcome) => {
-            // The batch is committed: the reader reads change counters again for its entity tags.
+            // The batch is committed: the reader reads digests and the position again for its tags.
             // At once, outside the lifecycle's queue: a request after this must not be answered
             // from the cache.
             this.reader.forgetChanges();

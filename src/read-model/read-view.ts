@@ -66,8 +66,6 @@ export function readsOf(
     orderPage: (query) => current().served.orderPage(query),
     articlesOfOrder: (orgId, orderId) => current().served.articlesOfOrder(orgId, orderId),
     orgOfKeyHash: (hash) => current().keys.orgOfKeyHash(hash),
-    orgChanges: (orgId) => current().served.orgChanges(orgId),
-    orderChanges: (orderId) => current().served.orderChanges(orderId),
-    modelIdentity: () => current().served.modelIdentity(),
+    inSnapshot: (read) => current().served.inSnapshot(read),
   };
 }

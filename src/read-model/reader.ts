@@ -9,7 +9,7 @@ import {
   type PageStart,
 } from '../../projections/orders/paging.js';
 import type { ListedStatus } from '../../projections/orders/status.js';
-import { metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
+import { changeCounterSql, metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
 import type { Article, Order } from '../../schemas/api.js';
 import type { ReadModelDatabase } from './database.js';
 
@@ -67,10 +67,13 @@ export interface ReaderOptions {
    */
   deepOffsetFrom?: number;
   /**
-   * Remember change counters once read, until `forgetChanges()` or for at most `changesCacheMs`: a
-   * 304 then reads nothing. Only for a reader whose owner calls `forgetChanges()` after every commit
-   * (the service does on each batch of its projector thread); the time bound covers a commit whose
-   * report never arrives (a thread that dies right after it).
+   * Remember digests and the position once read, as one snapshot of the file: a 304 then reads
+   * nothing. Every read that goes to the file (a fill, a page) checks SQLite's `data_version` in its
+   * transaction and starts the remembered snapshot over when another connection has committed, so
+   * what is remembered is always of one state of the file and a position given is never older than
+   * the page given with it. Forgotten at `forgetChanges()`, or after at most `changesCacheMs`.
+   * Only for a reader whose owner calls `forgetChanges()` after every commit (the service does on
+   * each batch of its projector thread) and whose connection does not write.
    */
   cacheChanges?: boolean;
   /**
@@ -88,11 +91,35 @@ export function newCacheEpochs(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 }
 
-/** How long a remembered change counter is trusted without a report of a commit. */
+/** How long a remembered snapshot is trusted without a report of a commit. */
 export const changesCacheMs = 1000;
 
-/** Bound on remembered change counters; past it the cache starts over. */
-const maxCachedCounters = 10_000;
+/**
+ * What a model has read of its topics: the next offset of every partition, keyed by
+ * `positionKey(topic, partition)`. Stored in the same transaction as the effects, so an answer read
+ * in one snapshot with it shows exactly the events before it.
+ */
+export type ModelPosition = ReadonlyMap<string, number>;
+
+export const positionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+
+/** What one request reads, in one snapshot of the file (`ReadModelReader.inSnapshot`). */
+export interface ModelSnapshot {
+  /**
+   * What a conditional GET /orders compares: a digest of every order the organization lists, equal
+   * in every file holding the same orders (`projections/orders/digests.ts`).
+   */
+  orgDigest(orgId: number): string;
+  /** The same for one order's articles. */
+  orderDigest(orderId: number): string;
+  orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
+  articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
+  /** The position of the snapshot; the same object while the file has not changed. */
+  position(): ModelPosition;
+}
+
+/** Bound on remembered digests; past it the cache starts over. */
+const maxCachedKeys = 10_000;
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
 const rawStatements: ReadonlySet<string> = new Set([
@@ -106,23 +133,25 @@ const rawStatements: ReadonlySet<string> = new Set([
 ]);
 
 type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
-type ChangeStatement = 'orgChanges' | 'orderChanges';
+type DigestStatement = 'orgDigest' | 'orderDigest';
 
-/** What the HTTP API asks of the orders model. */
-export type ModelReads = Pick<
-  ReadModelReader,
-  'orderPage' | 'articlesOfOrder' | 'orgChanges' | 'orderChanges' | 'modelIdentity'
->;
+/** What the HTTP API asks of the read model. */
+export type ModelReads = Pick<ReadModelReader, 'inSnapshot' | 'orderPage' | 'articlesOfOrder'>;
 
 /** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */
 export type ApiReads = ModelReads & { orgOfKeyHash(keySha256: string): number | null };
 
-export class ReadModelReader {
+export class ReadModelReader implements ModelSnapshot {
   private readonly statements: {
-    [K in Exclude<keyof typeof readSql, DayStatement | ChangeStatement>]: Statement;
+    [K in Exclude<keyof typeof readSql, DayStatement | DigestStatement>]: Statement;
   };
-  /** null on a file of projection version 2 or older: nobody projects into it, so nothing changes */
-  private readonly changes: { [K in ChangeStatement]: Statement } | null;
+  /**
+   * Digests, or on a file of projection version 3 its change counters (with the file's name in the
+   * tag); null on a file of version 2 or older: nobody projects into it, so nothing changes.
+   */
+  private readonly digests: { [K in DigestStatement]: Statement } | null;
+  /** prefixed to what `digests` reads: empty for digests, the file's name for change counters */
+  private readonly digestPrefix: string;
   /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   private readonly perDay: { [K in DayStatement]: Statement } | null;
   private readonly deepOffsetFrom: number;
@@ -141,11 +170,11 @@ export class ReadModelReader {
       const statement = db.prepare(sql[name]);
       return rawStatements.has(name) ? statement.raw(true) : statement;
     };
-    const apart: ReadonlySet<string> = new Set<DayStatement | ChangeStatement>([
+    const apart: ReadonlySet<string> = new Set<DayStatement | DigestStatement>([
       'ordersPerDay',
       'ordersPerDayByStatus',
-      'orgChanges',
-      'orderChanges',
+      'orgDigest',
+      'orderDigest',
     ]);
     this.statements = Object.fromEntries(
       (Object.keys(sql) as (keyof typeof readSql)[])
@@ -153,23 +182,43 @@ export class ReadModelReader {
         .map((name) => [name, prepare(name)]),
     ) as typeof this.statements;
     const hasTable = (name: string): boolean => db.prepare(metaSql.hasTable).get(name) !== undefined;
-    this.changes = hasTable('org_changes')
-      ? { orgChanges: db.prepare(sql.orgChanges), orderChanges: db.prepare(sql.orderChanges) }
-      : null;
+    if (hasTable('org_digests')) {
+      this.digests = { orgDigest: db.prepare(sql.orgDigest), orderDigest: db.prepare(sql.orderDigest) };
+      this.digestPrefix = '';
+    } else if (hasTable('org_changes')) {
+      this.digests = {
+        orgDigest: db.prepare(changeCounterSql.orgChanges),
+        orderDigest: db.prepare(changeCounterSql.orderChanges),
+      };
+      this.digestPrefix = `${this.modelIdentity()}.`;
+    } else {
+      this.digests = null;
+      this.digestPrefix = `${this.modelIdentity()}.`;
+    }
     // null on a file of projection version 1 (no org_order_days): its deep pages step the index
     this.perDay = hasTable('org_order_days')
       ? { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') }
       : null;
     this.deepOffsetFrom = options.deepOffsetFrom ?? deepOffsetFrom;
-    this.changeCache = options.cacheChanges === true ? new Map() : null;
+    this.digestCache = options.cacheChanges === true ? new Map() : null;
     this.epochs = options.epochs ?? newCacheEpochs();
     this.changesEpochSeen = Atomics.load(this.epochs, changesEpoch);
-    this.pageInSnapshot = db.transaction((query: OrderPageQuery) => this.page(query));
+    this.dataVersion = this.statements.dataVersion.pluck();
+    this.transaction = db.transaction((read: () => unknown) => {
+      this.inTransaction = true;
+      try {
+        this.followVersion();
+        return read();
+      } finally {
+        this.inTransaction = false;
+      }
+    });
+    this.pageInSnapshot = (query) => this.fromFile(() => this.page(query));
   }
 
   /**
-   * Names this model file in entity tags: counters of two files (a rebuild) may be equal while their
-   * answers differ, so a tag never matches across files.
+   * Names this model file in the entity tags of a file without digests (projection version 3 or
+   * older): counters of two files (a rebuild) may be equal while their answers differ.
    */
   modelIdentity(): string {
     this.fileIdentity ??= createHash('sha256').update(this.db.name).digest('base64url').slice(0, 10);
@@ -178,47 +227,110 @@ export class ReadModelReader {
 
   private fileIdentity: string | undefined;
 
-  /** The organization's change counter: it moves with every change GET /orders could show. */
-  orgChanges(orgId: number): number {
-    return this.changeCounter('orgChanges', `o${orgId}`, orgId);
+  /**
+   * Runs the reads of one request: its tag, its page and the position it reports. Without caching,
+   * in one read transaction of the file, so the position names exactly what the answer shows. With
+   * caching, from the remembered snapshot where it can (a 304 reads nothing), and the page in a
+   * transaction of its own that moves the remembered snapshot to its own state when the file has
+   * changed, so the position given is never older than the page. `fresh`: forget what is
+   * remembered first (a presented position that the remembered one has not reached).
+   */
+  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, fresh = false): T {
+    if (this.digestCache === null) return this.fromFile(() => read(this));
+    const epoch = Atomics.load(this.epochs, changesEpoch);
+    if (
+      fresh ||
+      epoch !== this.changesEpochSeen ||
+      performance.now() - this.rememberedSince > changesCacheMs
+    ) {
+      this.forgetSnapshot();
+      this.changesEpochSeen = epoch;
+      this.rememberedSince = performance.now();
+    }
+    return read(this);
   }
 
-  /** The order's change counter: it moves with every change to the order or its articles. */
-  orderChanges(orderId: number): number {
-    return this.changeCounter('orderChanges', `a${orderId}`, orderId);
-  }
-
-  /** Forgets remembered change counters, in every reader sharing its epochs: call after every commit to the file. */
+  /** Forgets remembered digests and position, in every reader sharing its epochs: call after every commit to the file. */
   forgetChanges(): void {
     Atomics.add(this.epochs, changesEpoch, 1);
   }
 
-  private readonly epochs: Int32Array;
+  private readonly transaction: (read: () => unknown) => unknown;
+  private readonly dataVersion: Statement;
+  private inTransaction = false;
   private changesEpochSeen: number;
+  private rememberedSince = performance.now();
 
-  private changeCounter(statement: ChangeStatement, key: string, id: number): number {
-    const cache = this.changeCache;
-    if (cache !== null) {
-      const epoch = Atomics.load(this.epochs, changesEpoch);
-      if (epoch !== this.changesEpochSeen || performance.now() - this.changeCacheSince > changesCacheMs) {
-        cache.clear();
-        this.changesEpochSeen = epoch;
-        this.changeCacheSince = performance.now();
-      }
-      const cached = cache.get(key);
-      if (cached !== undefined) return cached;
-    }
-    const changes = (this.changes?.[statement].get(id) as { changes: number } | undefined)?.changes ?? 0;
-    if (cache !== null) {
-      if (cache.size >= maxCachedCounters) cache.clear();
-      cache.set(key, changes);
-    }
-    return changes;
+  /** `read` in a read transaction of the file (the one running, if any). */
+  private fromFile<T>(read: () => T): T {
+    return this.inTransaction ? read() : (this.transaction(read) as T);
   }
 
-  /** counter key (`o<org>`, `a<order>`) → value; null when not caching */
-  private readonly changeCache: Map<string, number> | null;
-  private changeCacheSince = performance.now();
+  /** In a read transaction: what is remembered becomes of its snapshot if the file changed since. */
+  private followVersion(): void {
+    if (this.digestCache === null) {
+      this.cachedPosition = null;
+      return;
+    }
+    const version = this.dataVersion.get() as number;
+    if (version !== this.cachedVersion) {
+      this.forgetSnapshot();
+      this.cachedVersion = version;
+    }
+  }
+
+  private forgetSnapshot(): void {
+    this.digestCache?.clear();
+    this.cachedPosition = null;
+    this.cachedVersion = null;
+  }
+
+  orgDigest(orgId: number): string {
+    return this.digest('orgDigest', `o${orgId}`, orgId);
+  }
+
+  orderDigest(orderId: number): string {
+    return this.digest('orderDigest', `a${orderId}`, orderId);
+  }
+
+  position(): ModelPosition {
+    if (this.cachedPosition !== null) return this.cachedPosition;
+    return this.fromFile(() => {
+      const position = new Map<string, number>();
+      for (const row of this.statements.positions.iterate() as Iterable<{
+        topic: string;
+        partition: number;
+        next_offset: number;
+      }>) {
+        position.set(positionKey(row.topic, row.partition), row.next_offset);
+      }
+      this.cachedPosition = position;
+      return position;
+    });
+  }
+
+  private readonly epochs: Int32Array;
+
+  private digest(statement: DigestStatement, key: string, id: number): string {
+    const cache = this.digestCache;
+    const cached = cache?.get(key);
+    if (cached !== undefined) return cached;
+    return this.fromFile(() => {
+      const value = (this.digests?.[statement].get(id) as { digest: number } | undefined)?.digest ?? 0;
+      const digest = `${this.digestPrefix}${value.toString(36)}`;
+      if (cache !== null) {
+        if (cache.size >= maxCachedKeys) cache.clear();
+        cache.set(key, digest);
+      }
+      return digest;
+    });
+  }
+
+  /** digest key (`o<org>`, `a<order>`) → tag part, valid for `cachedVersion`; null when not caching */
+  private readonly digestCache: Map<string, string> | null;
+  private cachedVersion: number | null = null;
+  private cachedPosition: ModelPosition | null = null;
+
 
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
@@ -270,8 +382,10 @@ export class ReadModelReader {
 
   /** The order's title and articles, or null when the order is not listed for this organization. */
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null {
-    // One statement: one snapshot, no explicit transaction needed.
-    const rows = this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[];
+    // One statement, in a transaction that follows the file's version (see `inSnapshot`).
+    const rows = this.fromFile(
+      () => this.statements.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[],
+    );
     const first = rows[0];
     if (first === undefined) return null;
     if (first[1] === null) return { title: first[0], articles: [] };

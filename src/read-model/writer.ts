@@ -7,11 +7,16 @@ import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { evolve, type CurrentRows, type ReadModelChange } from '../../projections/orders/evolve.js';
 import {
-  counterChanges,
-  counterKeys,
-  organizationsShowing,
-  type OrderListing,
-} from '../../projections/orders/listing.js';
+  articleListOrderHash,
+  digestValue,
+  isZero,
+  listedOrderHash,
+  publishedArticleHash,
+  xorInto,
+  zeroDigest,
+  type Digest,
+} from '../../projections/orders/digests.js';
+import { counterChanges, counterKeys, type OrderListing } from '../../projections/orders/listing.js';
 import {
   apiKeyColumns,
   articleColumns,
@@ -241,12 +246,12 @@ export class ReadModelWriter {
 
   /**
    * Writes each row the batch changed once, from the row before the batch to the row after it, with
-   * the counters this moves: listing counters by their net change, and each organization and order
-   * whose answers may differ counted once per batch.
+   * the counters this moves (listing counters by their net change) and the digests of what the
+   * answers show: each moved by the XOR of the shown row before and after.
    */
   private writeChanges(): void {
-    const changedOrgs = new Set<number>();
-    const changedOrders = new Set<number>();
+    const orgDigests = new DigestChanges();
+    const orderDigests = new DigestChanges();
     for (const { before, row } of this.batch.changed(this.batch.orders)) {
       if (before === undefined) {
         this.many.insertOrders.add(orderColumns.map((column) => row[column]));
@@ -256,21 +261,28 @@ export class ReadModelWriter {
         this.updateOrderStatement(changed).run([...changed.map((column) => row[column]), row.order_id]);
       }
       this.countListingChanges(before, row);
-      for (const orgId of organizationsShowing(before, row)) changedOrgs.add(orgId);
-      changedOrders.add(row.order_id);
+      for (const shown of [listedOrderHash(before), listedOrderHash(row)]) {
+        if (shown !== null) orgDigests.xor(shown.orgId, shown.hash);
+      }
+      for (const shown of [articleListOrderHash(before), articleListOrderHash(row)]) {
+        if (shown !== null) orderDigests.xor(row.order_id, shown);
+      }
     }
     for (const { before, row } of this.batch.changed(this.batch.articles)) {
       this.many.upsertArticles.add(articleColumns.map((column) => row[column]));
-      changedOrders.add(row.order_id);
       // An article published again under another order leaves the order it belonged to.
-      if (before !== undefined) changedOrders.add(before.order_id);
+      for (const shown of [publishedArticleHash(before), publishedArticleHash(row)]) {
+        if (shown !== null) orderDigests.xor(shown.orderId, shown.hash);
+      }
     }
     for (const { row } of this.batch.changed(this.batch.apiKeys)) {
       this.statements.upsertApiKey.run(apiKeyColumns.map((column) => row[column]));
     }
-    for (const orgId of changedOrgs) this.many.countOrgChanges.add([orgId]);
-    for (const orderId of changedOrders) this.many.countOrderChanges.add([orderId]);
+    const orgIds = orgDigests.writeTo(this.many.xorOrgDigests);
+    const orderIds = orderDigests.writeTo(this.many.xorOrderDigests);
     for (const rows of Object.values(this.many)) rows.flush();
+    if (orgIds.length > 0) this.statements.dropZeroOrgDigests.run(JSON.stringify(orgIds));
+    if (orderIds.length > 0) this.statements.dropZeroOrderDigests.run(JSON.stringify(orderIds));
   }
 
   private updateOrderStatement(columns: (typeof orderColumns)[number][]): Statement {
@@ -306,6 +318,31 @@ export class ReadModelWriter {
         }
       }
     }
+  }
+}
+
+/** A batch's net change to the digests of one table, by id (XOR: the order of the changes is irrelevant). */
+class DigestChanges {
+  private readonly changes = new Map<number, Digest>();
+
+  xor(id: number, hash: Digest): void {
+    let digest = this.changes.get(id);
+    if (digest === undefined) {
+      digest = zeroDigest();
+      this.changes.set(id, digest);
+    }
+    xorInto(digest, hash);
+  }
+
+  /** Adds the changes that move a digest to `rows`; returns their ids. */
+  writeTo(rows: ManyRows): number[] {
+    const ids: number[] = [];
+    for (const [id, digest] of this.changes) {
+      if (isZero(digest)) continue;
+      rows.add([id, digestValue(digest)]);
+      ids.push(id);
+    }
+    return ids;
   }
 }
 

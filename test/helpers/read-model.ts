@@ -1,7 +1,18 @@
 import type { CommitCounter } from '../../src/read-model/commit-counter.js';
 import { keysFile } from '../../src/keys/keys-store.js';
 import { ModelFiles } from '../../src/read-model/files.js';
+import {
+  articleListOrderHash,
+  digestValue,
+  isZero,
+  listedOrderHash,
+  publishedArticleHash,
+  xorInto,
+  zeroDigest,
+  type Digest,
+} from '../../projections/orders/digests.js';
 import { DAY_MS } from '../../projections/orders/listing.js';
+import type { ArticleRow, OrderRow } from '../../projections/orders/rows.js';
 import type { TopicRole } from '../../schemas/events.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
@@ -80,6 +91,7 @@ export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
     ...storedCounters(db),
     articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
     api_keys: db.prepare('SELECT * FROM api_keys ORDER BY key_id').all(),
+    ...storedDigests(db),
   };
 }
 
@@ -115,6 +127,41 @@ export function deadLettersIn(
       db.close();
     }
   });
+}
+
+/** The digests kept by the projection (org_digests, order_digests), ordered. */
+export function storedDigests(db: ReadModelDatabase): Record<string, unknown[]> {
+  return {
+    org_digests: db.prepare('SELECT org_id, digest FROM org_digests ORDER BY org_id').all(),
+    order_digests: db.prepare('SELECT order_id, digest FROM order_digests ORDER BY order_id').all(),
+  };
+}
+
+/** The digests recomputed from every row: what `storedDigests` must always equal. */
+export function recomputedDigests(db: ReadModelDatabase): Record<string, unknown[]> {
+  const orgs = new Map<number, Digest>();
+  const orders = new Map<number, Digest>();
+  const xor = (into: Map<number, Digest>, id: number, hash: Digest): void => {
+    const digest = into.get(id) ?? zeroDigest();
+    xorInto(digest, hash);
+    into.set(id, digest);
+  };
+  for (const row of db.prepare('SELECT * FROM orders').all() as OrderRow[]) {
+    const listed = listedOrderHash(row);
+    if (listed !== null) xor(orgs, listed.orgId, listed.hash);
+    const shown = articleListOrderHash(row);
+    if (shown !== null) xor(orders, row.order_id, shown);
+  }
+  for (const row of db.prepare('SELECT * FROM articles').all() as ArticleRow[]) {
+    const published = publishedArticleHash(row);
+    if (published !== null) xor(orders, published.orderId, published.hash);
+  }
+  const rows = (digests: Map<number, Digest>, key: string): unknown[] =>
+    [...digests]
+      .filter(([, digest]) => !isZero(digest))
+      .sort(([a], [b]) => a - b)
+      .map(([id, digest]) => ({ [key]: id, digest: digestValue(digest) }));
+  return { org_digests: rows(orgs, 'org_id'), order_digests: rows(orders, 'order_id') };
 }
 
 /** The counters kept by the projection (org_order_counts, org_order_days), ordered. */

@@ -36,7 +36,7 @@ describe('conditional requests and paging links', () => {
     expect((await api.get('/orders?status=finished', key)).headers.get('etag')).not.toBe(tag);
   });
 
-  it('documents in OpenAPI the If-None-Match it reads and the ETag, Cache-Control and Link it sends on 200 and 304', async () => {
+  it('documents in OpenAPI the If-None-Match and X-Read-Position it reads and the ETag, Cache-Control, Link and X-Read-Position it sends on 200 and 304', async () => {
     const api = await startTestApi([
       issueKeyOf(1),
       ...orders(1, 3),
@@ -53,15 +53,17 @@ describe('conditional requests and paging links', () => {
         }
       >;
     };
-    const sent = ['etag', 'cache-control', 'link', 'vary'];
+    const sent = ['etag', 'cache-control', 'link', 'vary', 'x-read-position'];
     for (const [path, route] of [
       ['/orders?limit=1&offset=1', '/orders'],
       ['/orders/1/articles', '/orders/{id}/articles'],
     ] as const) {
       const operation = documented.paths[`/api/external-api/v1${route}`]!.get;
       expect(
-        operation.parameters.filter((p) => p.in === 'header' && p.name === 'If-None-Match'),
-      ).toHaveLength(1);
+        operation.parameters.filter(
+          (p) => p.in === 'header' && (p.name === 'If-None-Match' || p.name === 'X-Read-Position'),
+        ),
+      ).toHaveLength(2);
       const ok = await api.get(path, key);
       const notModified = await api.get(path, key, { 'if-none-match': ok.headers.get('etag')! });
       expect([ok.status, notModified.status]).toEqual([200, 304]);

@@ -117,7 +117,8 @@ describe('rate limiting and request limits', () => {
       const responses = document.paths[`/api/external-api/v1${path}`]!.get.responses;
       for (const [status, response] of Object.entries(responses)) {
         const names = Object.keys(response.headers ?? {}).map((name) => name.toLowerCase());
-        const expected = status === '401' ? [] : status === '429' ? [...budget, 'retry-after'] : budget;
+        const expected =
+          status === '401' ? [] : status === '429' || status === '503' ? [...budget, 'retry-after'] : budget;
         expect(names.filter((name) => name.startsWith('x-ratelimit-') || name === 'retry-after')).toEqual(
           expected,
         );

@@ -32,15 +32,14 @@ function portOf(): ReturnType<typeof kafkajsPort> {
 
 /**
  * What a model holds beyond `dumpModel`: its dead letters (recording times aside), positions and
- * change counters (each half counts an order's changes per batch of its own topics, and a batch
- * holds one partition of one topic, so the joined counts equal one consumer's).
+ * digests (each half XORs the rows of its own topics, so the joined digests equal one consumer's).
  */
 function lettersAndPositions(file: string): Record<string, unknown[]> {
   const db = new Database(file, { readonly: true });
   try {
     return {
-      org_changes: db.prepare('SELECT * FROM org_changes ORDER BY org_id').all(),
-      order_changes: db.prepare('SELECT * FROM order_changes ORDER BY order_id').all(),
+      org_digests: db.prepare('SELECT * FROM org_digests ORDER BY org_id').all(),
+      order_digests: db.prepare('SELECT * FROM order_digests ORDER BY order_id').all(),
       dead_letters: db
         .prepare(
           `SELECT topic, partition, "offset", message_key, raw_value, reason, detail FROM dead_letters

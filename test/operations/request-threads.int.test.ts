@@ -109,9 +109,13 @@ describe(`the API answered by ${threads} threads (HTTP_WORKERS=${threads})`, () 
   it('takes a revocation and a switch to a rebuilt file in every thread within the bound, and never answers older after newer', async () => {
     const { admin, producer } = await connectedClients(testKafka());
     const topics = await createContractTopics(admin);
+    // Tags depend on the data alone, so the rebuilt file must hold other data to be told apart: an
+    // order whose event is over the service's MESSAGE_MAX_BYTES (dead-lettered), which the rebuild,
+    // run with the default bound, lists.
     await publish(producer, topics, [
       issueKeyOf(1),
       ...Array.from({ length: 30 }, (_, i) => orderCreated({ order_id: i + 1 }, { occurred_at: at(i) })),
+      orderCreated({ order_id: 31, press_release_title: 'x'.repeat(1000) }, { occurred_at: at(31) }),
     ]);
     const dataDir = join(dir, 'data');
     const httpPort = await freePort();
@@ -120,6 +124,7 @@ describe(`the API answered by ${threads} threads (HTTP_WORKERS=${threads})`, () 
       ...serviceEnv({ topics, dataDir, httpPort, adminPort, groupId: 'request-threads' }),
       HTTP_WORKERS: String(threads),
       LOG_LEVEL: 'info',
+      MESSAGE_MAX_BYTES: '1024',
     };
     const service = spawnService(env);
     await waitUntil(
@@ -137,7 +142,11 @@ describe(`the API answered by ${threads} threads (HTTP_WORKERS=${threads})`, () 
     // A rebuild promotes a new file: once any thread answers from it, none answers from the old.
     const files = new ModelFiles(dataDir);
     const oldFile = files.currentFile();
-    await runServiceCommand(['rebuild'], { ...env, LOG_LEVEL: 'warn' });
+    await runServiceCommand(['rebuild'], {
+      ...env,
+      LOG_LEVEL: 'warn',
+      MESSAGE_MAX_BYTES: String(1024 * 1024),
+    });
     await waitUntil('the service serves the rebuilt file', () => files.currentFile() !== oldFile);
     const switched = await untilEveryThread(
       service,

@@ -1,10 +1,17 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { deliveryArbitrary, historyArbitrary } from '../helpers/histories.js';
-import { dumpModel, memoryReadModel, recountedCounters, storedCounters } from '../helpers/read-model.js';
+import {
+  dumpModel,
+  memoryReadModel,
+  recomputedDigests,
+  recountedCounters,
+  storedCounters,
+  storedDigests,
+} from '../helpers/read-model.js';
 
 describe('convergence of the projection', () => {
-  it('yields the same model for any per-key-ordered interleaving with redeliveries as for the canonical order, with counters equal to a recount', () => {
+  it('yields the same model for any per-key-ordered interleaving with redeliveries as for the canonical order, with counters equal to a recount and digests equal to a recomputation (dumpModel holds them: order-independent)', () => {
     const scenario = historyArbitrary({ orgs: 3, orders: 6, articles: 8, keys: 3, maxEvents: 60 }).chain(
       (history) => fc.tuple(fc.constant(history), deliveryArbitrary(history)),
     );
@@ -16,6 +23,7 @@ describe('convergence of the projection', () => {
         shuffled.apply(...delivery);
         expect(dumpModel(shuffled.db)).toEqual(dumpModel(canonical.db));
         expect(storedCounters(shuffled.db)).toEqual(recountedCounters(shuffled.db));
+        expect(storedDigests(shuffled.db)).toEqual(recomputedDigests(shuffled.db));
         canonical.db.close();
         shuffled.db.close();
       }),
@@ -36,6 +44,7 @@ describe('convergence of the projection', () => {
         batched.applyInBatches(size, delivery);
         expect(dumpModel(batched.db)).toEqual(dumpModel(single.db));
         expect(storedCounters(batched.db)).toEqual(recountedCounters(batched.db));
+        expect(storedDigests(batched.db)).toEqual(recomputedDigests(batched.db));
         single.db.close();
         batched.db.close();
       }),

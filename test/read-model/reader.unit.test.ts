@@ -1,8 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatApiTimestamp, ReadModelReader } from '../../src/read-model/reader.js';
+import { join } from 'node:path';
+import { openReadModel } from '../../src/read-model/database.js';
+import {
+  formatApiTimestamp,
+  positionKey,
+  ReadModelReader,
+  type ModelPosition,
+} from '../../src/read-model/reader.js';
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
-import { memoryReadModel } from '../helpers/read-model.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
+import { tempDir } from '../helpers/temp.js';
 
 const reference = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
 
@@ -119,28 +127,50 @@ describe('ReadModelReader deep offsets', () => {
   });
 });
 
-describe('remembered change counters', () => {
-  it('serve a counter from memory until forgetChanges(), and never for longer than a second', async () => {
-    const model = memoryReadModel();
+describe('remembered digests and positions', () => {
+  const dir = tempDir('reader-cache');
+
+  it('are one snapshot of the file: kept until forgetChanges() or a page read of a newer state, and never older than the page', async () => {
+    const file = join(dir, 'model.sqlite');
+    const model = memoryReadModel(openReadModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
-    const reader = new ReadModelReader(model.db, { cacheChanges: true });
-    const before = reader.orgChanges(1);
-    expect(before).toBeGreaterThan(0);
+    const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
+    const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>
+      reader.inSnapshot((snapshot) => {
+        const digest = snapshot.orgDigest(1);
+        const total = withPage
+          ? snapshot.orderPage({ orgId: 1, status: null, limit: 5, offset: 0 }).total
+          : undefined;
+        return { digest, position: snapshot.position(), ...(total === undefined ? {} : { total }) };
+      });
+    const before = read();
+    expect(before.digest).not.toBe('0');
+    expect(before.position.get(positionKey(testTopics.orders, 0))).toBe(1);
+    expect(read().position).toBe(before.position);
+    model.apply(orderCreated({ order_id: 2, organization_id: 1 }));
+    // Not yet told of the commit: the remembered snapshot, digest and position alike.
+    expect(read()).toEqual(before);
+    // A page reads the file: the position given with it is of the page's state.
+    const paged = read(true);
+    expect(paged.total).toBe(2);
+    expect(paged.position.get(positionKey(testTopics.orders, 0))).toBe(2);
+    const after = read();
+    expect(after.digest).not.toBe(before.digest);
     model.apply(statusChanged(1, 'finished'));
-    // Not yet told of the commit: the remembered value.
-    expect(reader.orgChanges(1)).toBe(before);
     reader.forgetChanges();
-    const after = reader.orgChanges(1);
-    expect(after).toBeGreaterThan(before);
-    model.apply(statusChanged(1, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
-    expect(reader.orgChanges(1)).toBe(after);
+    expect(read().position.get(positionKey(testTopics.orderStatus, 0))).toBe(1);
+    // Never trusted for longer than a second without a report.
+    model.apply(orderCreated({ order_id: 3, organization_id: 1 }));
+    const unreported = read().digest;
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect(reader.orgChanges(1)).toBeGreaterThan(after);
-    // Without caching, every read sees the file.
-    const plain = new ReadModelReader(model.db);
-    const seen = plain.orgChanges(1);
-    model.apply(statusChanged(1, 'finished', { occurred_at: '2026-12-02T00:00:00Z' }));
-    expect(plain.orgChanges(1)).toBeGreaterThan(seen);
+    expect(read().digest).not.toBe(unreported);
+    // A change no answer shows (an internal status within processing) leaves the digest as it was.
+    reader.forgetChanges();
+    const withThree = read().digest;
+    model.apply(statusChanged(3, 'publishing', { occurred_at: '2026-12-01T00:00:00Z' }));
+    reader.forgetChanges();
+    expect(read().digest).toBe(withThree);
     model.db.close();
+    reader.db.close();
   });
 });

@@ -27,6 +27,7 @@ import { CampaignBroker, Replica } from './cluster.js';
 import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
+import { Caller, type CallerCounts } from './caller.js';
 import { Random } from './random.js';
 import { RevokedKeyProbes, type KeyProbe, type Pinned } from './threads.js';
 import { insertOnlyOrg, organizations, World, type Draw } from './world.js';
@@ -66,6 +67,8 @@ export interface CampaignReport {
   /** the options that draw the same steps again */
   targeted: number | undefined;
   scenario: readonly string[];
+  /** the caller moved between replicas with its position (`caller.ts`) */
+  caller: CallerCounts;
 }
 
 interface SkippedBatch {
@@ -130,6 +133,7 @@ class Campaign {
   private readonly revokedAcked = new Set<string>();
   private readonly invariants: Invariants;
   private readonly prober: Prober;
+  private readonly caller: Caller;
   private readonly memories = new Map<Replica, Memory>();
   private readonly steps: string[] = [];
   private readonly faults: Record<string, number> = {};
@@ -181,6 +185,8 @@ class Campaign {
       (replica, probe) => this.keyProbed(replica, probe),
       (line) => this.log(line),
     );
+
+    this.caller = new Caller(this.world, this.invariants, new Random(options.seed + 4));
   }
 
   private keyProbed(replica: Replica, probe: KeyProbe): void {
@@ -245,6 +251,7 @@ class Campaign {
       revokedProbes: this.revokedProbes.count,
       targeted: this.options.targeted,
       scenario: this.options.scenario ?? [],
+      caller: this.caller.counts,
     };
   }
 
@@ -1107,6 +1114,7 @@ class Campaign {
       if (this.broker.state === 'up' && (await this.prober.ready(replica)))
         replica.readyAtEpoch = this.broker.epoch;
     }
+    await this.caller.look(this.replicas);
   }
 
   private async burst(replica: Replica, requests: number): Promise<void> {
@@ -1259,7 +1267,7 @@ export function formatReport(report: CampaignReport): string {
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
   const lines = [
-    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks, ${report.revokedProbes} revoked-key probes through the request threads' own connections; slowest revocation ${report.slowestRevocationMs} ms; ${report.violations.length} violations`,
+    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks, ${report.revokedProbes} revoked-key probes through the request threads' own connections; slowest revocation ${report.slowestRevocationMs} ms; caller with its position: ${report.caller.answered} answers, ${report.caller.notReached} not reached (503); ${report.violations.length} violations`,
   ];
   if (report.violations.length > 0) {
     const options = [

@@ -14,7 +14,7 @@ interface HeaderObject {
 const validatorHeaders = (): Record<string, HeaderObject> => ({
   ETag: {
     description:
-      'Weak entity tag of the answer, derived from the projection version, the served model file, the change counter of the organization (`/orders`) or of the order (articles), and what the request selects. Send it back in `If-None-Match`.',
+      'Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`.',
     schema: { type: 'string' },
   },
   'Cache-Control': {
@@ -74,6 +74,32 @@ const retryAfter = (): Record<string, HeaderObject> => ({
   },
 });
 
+const positionDescription =
+  'The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters.';
+
+/** What every answer read from the model carries (`position.ts`). */
+const positionHeaders = (): Record<string, HeaderObject> => ({
+  'X-Read-Position': {
+    description: `${positionDescription} Send the newest one received back in \`X-Read-Position\` so that no replica answers from an older model.`,
+    schema: { type: 'string' },
+  },
+});
+
+const readPosition = (): object => ({
+  in: 'header',
+  name: 'X-Read-Position',
+  required: false,
+  description: `${positionDescription} A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to \`READ_POSITION_WAIT_MS\` (1 s by default), else 503 with \`Retry-After\`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400.`,
+  schema: { type: 'string' },
+});
+
+const retryPosition = (): Record<string, HeaderObject> => ({
+  'Retry-After': {
+    description: 'Seconds after which to try again (this replica or another).',
+    schema: { type: 'string' },
+  },
+});
+
 const ifNoneMatch = (): object => ({
   in: 'header',
   name: 'If-None-Match',
@@ -102,7 +128,7 @@ interface OperationObject {
 }
 
 /**
- * Adds the conditional-request, paging, compression and rate-limit headers to the generated document. They are documented
+ * Adds the conditional-request, position, paging, compression and rate-limit headers to the generated document. They are documented
  * here rather than in the route schemas because a header schema would be validated on every request.
  */
 function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
@@ -110,13 +136,13 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
     const operation = paths[path]?.get;
     if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
     operation.operationId = operationId;
-    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch()];
+    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch(), readPosition()];
     const ok = operation.responses?.['200'];
     const notModified = operation.responses?.['304'];
     if (ok === undefined || notModified === undefined)
       throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
-    ok.headers = { ...validatorHeaders(), ...okHeaders(), ...compressionHeaders() };
-    notModified.headers = { ...validatorHeaders(), ...varyHeader() };
+    ok.headers = { ...validatorHeaders(), ...okHeaders(), ...compressionHeaders(), ...positionHeaders() };
+    notModified.headers = { ...validatorHeaders(), ...varyHeader(), ...positionHeaders() };
     // every answer after authentication states the key's budget (a 401 has no key to count by)
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       if (status === '401') continue;
@@ -124,6 +150,8 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
         ...response.headers,
         ...rateLimitHeaders(),
         ...(status === '429' ? retryAfter() : {}),
+        ...(status === '503' ? retryPosition() : {}),
+        ...(status === '404' ? positionHeaders() : {}),
       };
     }
   }

@@ -14,3 +14,13 @@ export const securedErrorResponses = {
     'Too many requests: the key has used its `X-RateLimit-Limit` requests in the current window; `Retry-After` says in how many seconds it may make more.',
   ),
 };
+
+/** The answers of a request presenting a position (`X-Read-Position`, `../position.ts`). */
+export const positionErrorResponses = {
+  400: ErrorBody.describe(
+    'Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters).',
+  ),
+  503: ErrorBody.describe(
+    'Position not reached: this replica has not applied everything the presented `X-Read-Position` names within `READ_POSITION_WAIT_MS`; `Retry-After` says when to try again (another replica may answer at once).',
+  ),
+};

@@ -12,8 +12,9 @@ import {
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
 import { ApiError } from '../errors.js';
+import { answerAtPosition, type PositionOptions } from '../position.js';
 import { orderListJson, sendJsonText } from '../serializer.js';
-import { notModifiedResponse, securedErrorResponses } from './common.js';
+import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
 
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
 
@@ -36,7 +37,7 @@ export const orderListQueryErrors: Record<string, ApiError> = {
   ),
 };
 
-export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod {
+export function orderListRoute(readerOf: () => ApiReads, positions: PositionOptions): FastifyPluginAsyncZod {
   return (app) => {
     app.get(
       '/orders',
@@ -49,11 +50,12 @@ export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod 
           querystring: OrderListQuery,
           response: {
             200: OrderList.describe(
-              'The page. Headers: `ETag` (weak, naming the organization, from its change counter), `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
+              'The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
             ),
             304: notModifiedResponse,
             422: ErrorBody.describe('Invalid status, limit or offset'),
             ...securedErrorResponses,
+            ...positionErrorResponses,
           },
         },
       },
@@ -61,32 +63,25 @@ export function orderListRoute(readerOf: () => ApiReads): FastifyPluginAsyncZod 
         const { status } = request.query;
         const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
         const offset = Math.max(0, request.query.offset ?? 0);
-        const reads = readerOf();
-        const tag = entityTag(
-          reads.modelIdentity(),
-          reads.orgChanges(request.orgId),
-          'o',
-          request.orgId,
-          status,
-          limit,
-          offset,
-        );
-        setValidators(reply, tag);
-        if (notModified(request, tag)) {
-          sendNotModified(reply);
-          return;
-        }
-        const page = reads.orderPage({
-          orgId: request.orgId,
-          status: status === 'all' ? null : status,
-          limit,
-          offset,
+        return answerAtPosition(request, reply, readerOf, positions, (model) => {
+          const tag = entityTag(model.orgDigest(request.orgId), 'o', request.orgId, status, limit, offset);
+          setValidators(reply, tag);
+          if (notModified(request, tag)) {
+            sendNotModified(reply);
+            return;
+          }
+          const page = model.orderPage({
+            orgId: request.orgId,
+            status: status === 'all' ? null : status,
+            limit,
+            offset,
+          });
+          void reply.header(
+            'link',
+            pageLinks(request.url.split('?')[0] ?? '', { limit, offset, status, total: page.total }),
+          );
+          sendJsonText(reply, orderListJson({ data: page.orders, total: page.total, limit, offset }));
         });
-        void reply.header(
-          'link',
-          pageLinks(request.url.split('?')[0] ?? '', { limit, offset, status, total: page.total }),
-        );
-        sendJsonText(reply, orderListJson({ data: page.orders, total: page.total, limit, offset }));
       },
     );
     return Promise.resolve();

@@ -30,6 +30,7 @@ try {
     rateTable: data.rateTable,
     requests: data.requests,
     tracing,
+    readPositionWaitMs: data.config.http.readPositionWaitMs,
   });
   // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
   await app.listen({ host: data.config.http.host, port: data.port, reusePort: true } as {

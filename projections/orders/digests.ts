@@ -1,0 +1,94 @@
+/**
+ * Digests of what an answer shows, for entity tags that depend on the data alone: the digest of a
+ * set of rows is the XOR of a hash of each row's identity and shown content. XOR is commutative and
+ * its own inverse, so a change moves a digest by `hash(before) ^ hash(after)` whatever order the
+ * changes came in, and two models holding the same rows hold the same digests: across replicas,
+ * restarts and rebuilds. Ids are unique within a set, so no row cancels another.
+ *
+ * - per organization (`org_digests`): every order GET /orders lists for it (id, status, created_at to
+ *   the nanosecond, distribution date, title): what a page and its total are read from;
+ * - per order (`order_digests`): the order's visibility and title, and each of its published
+ *   articles (id, URL, domain, publication time): what GET /orders/{id}/articles shows.
+ *
+ * A digest is a 53-bit integer (a safe JavaScript integer, an SQLite INTEGER), so a change leaves a
+ * digest unchanged by chance with probability 2^-53.
+ */
+import type { ArticleRow, OrderRow } from './rows.js';
+
+/** A digest as its two halves: `hi` holds the top 21 bits, `lo` the low 32. */
+export interface Digest {
+  hi: number;
+  lo: number;
+}
+
+const two32 = 0x1_0000_0000;
+
+/**
+ * A 53-bit hash of a string: two 32-bit multiply-xorshift lanes over its UTF-16 code units, mixed
+ * together at the end (the cyrb53 construction). Not cryptographic: it spreads ordinary data well
+ * and costs about as much as a string copy, which matters on every projected order.
+ */
+export function hash53(text: string): Digest {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507);
+  h1 ^= Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507);
+  h2 ^= Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return { hi: (h2 & 0x1f_ffff) >>> 0, lo: h1 >>> 0 };
+}
+
+export const zeroDigest = (): Digest => ({ hi: 0, lo: 0 });
+
+/** `into ^= other`, in place. */
+export function xorInto(into: Digest, other: Digest): void {
+  into.hi = (into.hi ^ other.hi) >>> 0;
+  into.lo = (into.lo ^ other.lo) >>> 0;
+}
+
+export const isZero = (digest: Digest): boolean => digest.hi === 0 && digest.lo === 0;
+
+/** The digest as the integer stored in the file. */
+export const digestValue = (digest: Digest): number => digest.hi * two32 + digest.lo;
+
+/** The digest of a stored integer. */
+export const digestOf = (value: number): Digest => ({
+  hi: Math.floor(value / two32) >>> 0,
+  lo: value >>> 0,
+});
+
+/** Strings of free text are written with their length, so no two rows spell the same text. */
+const text = (value: string | null): string => (value === null ? '-' : `${value.length}:${value}`);
+
+/** What GET /orders shows of an order, and where: null when it is listed nowhere. */
+export function listedOrderHash(row: OrderRow | undefined): { orgId: number; hash: Digest } | null {
+  if (row?.listed_status == null || row.org_id === null) return null;
+  return {
+    orgId: row.org_id,
+    hash: hash53(
+      `o|${row.order_id}|${row.listed_status}|${row.created_at_ms}|${row.created_at_sub}|${row.distribution_ms}|${text(row.title)}`,
+    ),
+  };
+}
+
+/** What GET /orders/{id}/articles shows of the order itself: null when the order is not listed. */
+export function articleListOrderHash(row: OrderRow | undefined): Digest | null {
+  if (row?.listed_status == null || row.org_id === null) return null;
+  return hash53(`t|${row.order_id}|${row.org_id}|${text(row.title)}`);
+}
+
+/** What GET /orders/{id}/articles shows of an article, and of which order: null when removed. */
+export function publishedArticleHash(row: ArticleRow | undefined): { orderId: number; hash: Digest } | null {
+  if (row === undefined || row.removed === 1) return null;
+  return {
+    orderId: row.order_id,
+    hash: hash53(
+      `a|${row.article_id}|${row.published_at_ms}|${text(row.article_url)}|${text(row.website_domain)}`,
+    ),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * "Never older for a caller": one caller asks every replica in turn, as a balancer moving it
+ * between them would, and always presents the newest position it was given (`X-Read-Position`).
+ * Whatever replica answers 200, the answer must be no older than anything the caller saw before,
+ * from any replica: the same checks as one replica's memory (`Invariants.orders`), held across
+ * replicas. A replica that has not reached the position may only wait, then answer 503 with
+ * Retry-After. Each answer's position is at least the one presented, so the last one received is
+ * the newest the caller has seen.
+ */
+import { request } from 'node:http';
+import type { Replica } from './cluster.js';
+import type { Invariants } from './invariants.js';
+import { Memory } from './invariants.js';
+import type { Random } from './random.js';
+import { organizations, type World } from './world.js';
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+function getWith(url: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer | null> {
+  return new Promise((resolve) => {
+    const req = request(
+      url,
+      { agent: false, headers, signal: AbortSignal.timeout(timeoutMs) },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('error', () => resolve(null));
+        response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let body: unknown = text;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            // not JSON: kept as text for the report
+          }
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body });
+        });
+      },
+    );
+    req.on('error', () => resolve(null));
+    req.end();
+  });
+}
+
+export interface CallerCounts {
+  /** answers checked against what the caller had seen */
+  answered: number;
+  /** 503s of a replica that had not reached the caller's position */
+  notReached: number;
+}
+
+export class Caller {
+  private readonly memory = new Memory();
+  private position: string | null = null;
+  readonly counts: CallerCounts = { answered: 0, notReached: 0 };
+
+  constructor(
+    private readonly world: World,
+    private readonly invariants: Invariants,
+    private readonly random: Random,
+  ) {}
+
+  /** One organization's full first page from every running replica, in a random order. */
+  async look(replicas: readonly Replica[]): Promise<void> {
+    const org = this.random.pick(organizations);
+    const order = [...replicas].sort(() => (this.random.chance(0.5) ? 1 : -1));
+    for (const replica of order) {
+      if (!replica.running) continue;
+      const headers: Record<string, string> = { authorization: `Bearer ${this.world.permanentKey(org)}` };
+      if (this.position !== null) headers['x-read-position'] = this.position;
+      // READ_POSITION_WAIT_MS (1 s) and the answer
+      const answer = await getWith(replica.apiUrl('/orders?limit=200'), headers, 5000);
+      if (answer === null) continue;
+      const name = `caller via ${replica.name}`;
+      if (answer.status === 503 && answer.headers['retry-after'] !== undefined) {
+        this.counts.notReached += 1;
+        continue;
+      }
+      this.invariants.status(name, `organization ${org}'s page with the caller's position`, answer.status);
+      if (answer.status === 400) {
+        this.invariants.violations.push({
+          step: this.invariants.step,
+          replica: name,
+          invariant: 'never older for a caller',
+          detail: `the position another replica gave was refused: ${JSON.stringify(answer.body)}`,
+        });
+        continue;
+      }
+      if (answer.status !== 200) continue;
+      const given = answer.headers['x-read-position'];
+      if (typeof given !== 'string') {
+        this.invariants.violations.push({
+          step: this.invariants.step,
+          replica: name,
+          invariant: 'never older for a caller',
+          detail: 'a 200 without X-Read-Position',
+        });
+        continue;
+      }
+      this.position = given;
+      this.counts.answered += 1;
+      this.invariants.orders(
+        name,
+        this.memory,
+        org,
+        answer.body as { data: { id: number; press_release_title: string }[]; total: number },
+      );
+    }
+  }
+}
