@@ -331,7 +331,6 @@ export class ReadModelReader implements ModelSnapshot {
   private cachedVersion: number | null = null;
   private cachedPosition: ModelPosition | null = null;
 
-
   /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
     return this.pageInSnapshot(query);
