@@ -1,0 +1,131 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import {
+  hasReachedAll,
+  keysFile,
+  keysStoreVersions,
+  openKeysFiles,
+  storedPositions,
+} from '../../src/keys/keys-files.js';
+import { openReadModel } from '../../src/read-model/database.js';
+import { apiKeyIssued } from '../helpers/events.js';
+import { memoryReadModel } from '../helpers/read-model.js';
+import { tempDir } from '../helpers/temp.js';
+import type { Logger } from '../../src/logger.js';
+
+const root = tempDir('keys-files');
+let n = 0;
+const dataDir = (): string => {
+  n += 1;
+  const dir = join(root, `data-${n}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
+
+/** A keys store of `version` in `dir` that has read `events` keys events (offsets 0…events-1 of partition 0). */
+function storeOf(dir: string, version: number, events: number): string {
+  const file = keysFile(dir, version);
+  const model = memoryReadModel(openReadModel(file));
+  for (let i = 0; i < events; i += 1) model.apply(apiKeyIssued(`k${i}`, 1, 'a'.repeat(64)));
+  if (version !== PROJECTION_VERSION) {
+    model.db
+      .prepare(`UPDATE projection_meta SET value = ? WHERE key = 'projection_version'`)
+      .run(String(version));
+  }
+  model.db.close();
+  return file;
+}
+
+function logged(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger: Logger = pino(
+    { level: 'info' },
+    { write: (line: string) => lines.push((JSON.parse(line) as { msg: string }).msg) },
+  );
+  return { logger, lines };
+}
+
+describe('the keys store files', () => {
+  it('lists the versions of the stores in a directory, by number, and nothing else', () => {
+    const dir = dataDir();
+    for (const name of [
+      'keys-v10.sqlite',
+      'keys-v9.sqlite',
+      'keys-v2.sqlite-wal',
+      'keys-vx.sqlite',
+      'akeys-v3.sqlite',
+      'model-1.sqlite',
+    ])
+      writeFileSync(join(dir, name), '');
+    expect(keysStoreVersions(dir)).toEqual([9, 10]);
+  });
+
+  it('compares positions on every partition the target has read', () => {
+    const target = new Map([
+      ['0:k', 5],
+      ['1:k', 0],
+    ]);
+    expect(
+      hasReachedAll(
+        new Map([
+          ['0:k', 5],
+          ['1:k', 0],
+        ]),
+        target,
+      ),
+    ).toBe(true);
+    expect(
+      hasReachedAll(
+        new Map([
+          ['0:k', 6],
+          ['1:k', 3],
+          ['2:k', 9],
+        ]),
+        target,
+      ),
+    ).toBe(true);
+    expect(
+      hasReachedAll(
+        new Map([
+          ['0:k', 4],
+          ['1:k', 3],
+        ]),
+        target,
+      ),
+    ).toBe(false);
+    // a partition never read counts as behind, even where the target stands at offset 0
+    expect(hasReachedAll(new Map([['0:k', 5]]), target)).toBe(false);
+  });
+
+  it('creates the store of this version in a directory that has none, saying every key is refused until read', () => {
+    const dir = dataDir();
+    const { logger, lines } = logged();
+    expect(openKeysFiles(dir, logger)).toEqual({ file: keysFile(dir), predecessor: null });
+    expect(existsSync(keysFile(dir))).toBe(true);
+    expect(lines).toEqual(['a new keys store: every key is refused until it has read the keys topic']);
+    const again = logged();
+    openKeysFiles(dir, again.logger);
+    expect(again.lines).toEqual([]);
+  });
+
+  it('keeps the newest older store as the predecessor until this one has reached it, and removes the others', () => {
+    const dir = dataDir();
+    const oldest = storeOf(dir, 1, 1);
+    const newest = storeOf(dir, 2, 3);
+    const { logger, lines } = logged();
+    const files = openKeysFiles(dir, logger);
+    expect(files.predecessor?.file).toBe(newest);
+    expect(files.predecessor?.positions).toEqual(storedPositions(newest, true));
+    expect(existsSync(oldest)).toBe(false);
+    expect(lines).toEqual([
+      'building the keys store of this projection version; its predecessor answers beside it until reached',
+    ]);
+    // this version's store has read as much: the predecessor is removed at the next opening
+    storeOf(dir, PROJECTION_VERSION, 3);
+    expect(openKeysFiles(dir, logger).predecessor).toBeNull();
+    expect(existsSync(newest)).toBe(false);
+  });
+});
