@@ -149,14 +149,16 @@ describe('skip-batch with a proposal waiting behind the batch', () => {
       service.child.kill('SIGTERM');
       await service.exited;
     }
-    // Both projectors met the batch and moved past it: the served model's (its file is deleted
-    // once the proposal is served) and the proposal's.
+    // The proposal met the batch and moved past it; the served model did too if its projector
+    // fetched before the switch (its file is deleted once the proposal is served). Every move is
+    // past exactly the batch.
     const moved = service.output.filter((line) =>
       line.includes('moving past a record batch an operator skipped'),
     );
-    expect(moved.map((line) => (JSON.parse(line) as { offset: number; next: number }).next)).toEqual([
-      22, 22,
-    ]);
+    const nexts = moved.map((line) => (JSON.parse(line) as { offset: number; next: number }).next);
+    expect(nexts.length).toBeGreaterThanOrEqual(1);
+    expect(nexts.length).toBeLessThanOrEqual(2);
+    expect(new Set(nexts)).toEqual(new Set([22]));
     const letter = {
       offset: 20,
       reason: 'skipped_by_operator',
