@@ -47,6 +47,8 @@ export class ReadModelLifecycle {
 
   constructor(private readonly options: LifecycleOptions) {
     const { logger, clock } = options;
+    // A pointer naming no model file stops the service before anything is created, the keys store too.
+    options.files.checkPointers();
     this.modelTopics = new Set(orderModelRoles.map((role) => options.topics[role]));
     this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);

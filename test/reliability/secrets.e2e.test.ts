@@ -1,4 +1,5 @@
 /** A full run of the service, with valid, invalid and revoked keys: no raw key in any log line or in the database. */
+import { keysFile } from '../../src/keys/keys-store.js';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -68,13 +69,16 @@ describe('secrets', () => {
     expect(service.output.length).toBeGreaterThan(20);
     for (const raw of [valid, revoked, invalid]) expect(log).not.toContain(raw);
 
-    const file = new ModelFiles(dataDir).currentFile()!;
-    const db = new Database(file, { readonly: true });
+    // the keys store holds the keys; the orders model none
+    const db = new Database(keysFile(dataDir), { readonly: true });
     const hashes = db.prepare('SELECT key_sha256 FROM api_keys WHERE key_sha256 IS NOT NULL').all() as {
       key_sha256: string;
     }[];
     db.close();
     expect(hashes.map((h) => h.key_sha256)).toEqual([sha256Hex(valid)]);
+    const model = new Database(new ModelFiles(dataDir).currentFile()!, { readonly: true });
+    expect(model.prepare('SELECT count(*) AS n FROM api_keys').get()).toEqual({ n: 0 });
+    model.close();
     for (const name of readdirSync(dataDir)) {
       const bytes = readFileSync(join(dataDir, name)).toString('latin1');
       for (const raw of [valid, revoked, invalid]) expect(bytes).not.toContain(raw);
