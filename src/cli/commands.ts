@@ -12,6 +12,7 @@ import { type KafkaPort, offsetKey } from '../kafka/port.js';
 import { lagOf } from '../lifecycle/readiness.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
+import { keysFile } from '../keys/keys-files.js';
 import { ModelFiles } from '../read-model/files.js';
 import { progressReporter } from './progress.js';
 
@@ -95,25 +96,46 @@ function openLive(ctx: CommandContext): { file: string; db: ReadModelDatabase } 
   return { file, db: openReadModel(file, { readonly: true, anyProjectionVersion: true }) };
 }
 
+/**
+ * The dead letters of the live model and of the keys store, which each record what they could not
+ * apply or were told to skip: counted by reason, or the newest first.
+ */
 export function deadLetters(
   ctx: CommandContext,
   mode: 'list' | 'count',
   options: { limit: number; reason?: string },
 ): void {
   const { db } = openLive(ctx);
+  const keysPath = keysFile(ctx.config.dataDir);
+  const keys = existsSync(keysPath) ? openReadModel(keysPath, { readonly: true }) : null;
+  const stores = keys === null ? [db] : [db, keys];
   try {
     if (mode === 'count') {
-      const rows = db.prepare(operatorSql.deadLettersByReason).all() as { reason: string; n: number }[];
-      const total = rows.reduce((sum, r) => sum + r.n, 0);
-      ctx.print(JSON.stringify({ total, byReason: Object.fromEntries(rows.map((r) => [r.reason, r.n])) }));
+      const byReason: Record<string, number> = {};
+      for (const store of stores) {
+        for (const r of store.prepare(operatorSql.deadLettersByReason).all() as {
+          reason: string;
+          n: number;
+        }[])
+          byReason[r.reason] = (byReason[r.reason] ?? 0) + r.n;
+      }
+      const total = Object.values(byReason).reduce((sum, n) => sum + n, 0);
+      ctx.print(JSON.stringify({ total, byReason }));
       return;
     }
-    const rows = db
-      .prepare(operatorSql.newestDeadLetters)
-      .all({ reason: options.reason ?? null, limit: options.limit });
+    const rows = stores
+      .flatMap(
+        (store) =>
+          store
+            .prepare(operatorSql.newestDeadLetters)
+            .all({ reason: options.reason ?? null, limit: options.limit }) as { recorded_at: string }[],
+      )
+      .sort((a, b) => (a.recorded_at < b.recorded_at ? 1 : a.recorded_at > b.recorded_at ? -1 : 0))
+      .slice(0, options.limit);
     for (const row of rows) ctx.print(JSON.stringify(row));
   } finally {
     db.close();
+    keys?.close();
   }
 }
 

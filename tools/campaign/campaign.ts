@@ -8,6 +8,7 @@
  *
  * A failure prints the seed and the step list; the same seed draws the same steps.
  */
+import { keysFile } from '../../src/keys/keys-store.js';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -397,10 +398,11 @@ class Campaign {
         );
         rmSync(file, { force: true });
         // A new replica replays the topics and meets the batches skipped elsewhere: the operator
-        // skips them there too, as the runbook says (a restored snapshot brings its own skips).
-        // newest first, the order `dead-letters list` prints them in
-        if (!restored)
-          for (const batch of [...this.skippedBatches].reverse()) await this.skipBatch(to, batch);
+        // skips them there too, as the runbook says. A restored snapshot brings the orders model's
+        // skips, but its keys store is built from the keys topic and meets the keys batches again.
+        // Newest first, the order `dead-letters list` prints them in.
+        for (const batch of [...this.skippedBatches].reverse())
+          if (!restored || batch.topic === this.topics.apiKeys) await this.skipBatch(to, batch);
         to.start();
         this.count(restored ? 'snapshot restored into a new replica' : 'new empty replica');
         return restored
@@ -1218,15 +1220,19 @@ function kcatLine(brokers: string, topic: string, partition: number, line: strin
   });
 }
 
+/** The dead letters of a replica: its orders model's and its keys store's. */
 function deadLettersOf(dataDir: string): number {
   const file = new ModelFiles(dataDir).currentFile();
   if (file === null || !existsSync(file)) return -1;
-  const db = new Database(file, { readonly: true, fileMustExist: true });
-  try {
-    return (db.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n;
-  } finally {
-    db.close();
-  }
+  return [file, keysFile(dataDir)].reduce((sum, each) => {
+    if (!existsSync(each)) return sum;
+    const db = new Database(each, { readonly: true, fileMustExist: true });
+    try {
+      return sum + (db.prepare('SELECT count(*) AS n FROM dead_letters').get() as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  }, 0);
 }
 
 function sleep(ms: number): Promise<void> {
