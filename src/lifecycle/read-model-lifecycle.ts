@@ -68,6 +68,7 @@ export class ReadModelLifecycle {
       ...(options.events?.restarted === undefined
         ? {}
         : { restarted: (reason) => options.events?.restarted?.('keys', reason) }),
+      ...(options.events?.batchApplied === undefined ? {} : { batchApplied: options.events.batchApplied }),
     });
     this.view = new ServedView({
       state: () => this.machine.current,
