@@ -60,8 +60,9 @@ export function openKeysFiles(
   logger: Logger,
 ): { file: string; predecessor: { file: string; positions: Positions } | null } {
   const file = keysFile(dataDir);
-  const older = keysStoreVersions(dataDir).filter((version) => version < PROJECTION_VERSION);
-  const fresh = !older.length && !keysStoreVersions(dataDir).includes(PROJECTION_VERSION);
+  const versions = keysStoreVersions(dataDir);
+  const older = versions.filter((version) => version < PROJECTION_VERSION);
+  const fresh = older.length === 0 && !versions.includes(PROJECTION_VERSION);
   openReadModel(file).close();
   const newest = older.pop();
   for (const version of older) removeModelFile(keysFile(dataDir, version));
