@@ -148,9 +148,18 @@ export class KeysStore {
     return partitions;
   }
 
-  /** The keys topic's lag per partition when last measured. */
-  lagPartitions(): PartitionLag[] {
-    return this.lag?.partitions ?? [];
+  /** A readiness report of the orders model with the keys' reasons and partitions joined to it. */
+  joinedTo<R extends { ready: boolean; reasons: string[]; partitions: PartitionLag[] }>(
+    report: R,
+    now: number,
+  ): R {
+    const reasons = this.reasons(now);
+    return {
+      ...report,
+      ready: report.ready && reasons.length === 0,
+      reasons: [...report.reasons, ...reasons],
+      partitions: [...report.partitions, ...(this.lag?.partitions ?? [])],
+    };
   }
 
   /** Why the keys keep the replica from being ready; empty when they do not. */

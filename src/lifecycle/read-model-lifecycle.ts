@@ -6,7 +6,8 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { orderModelRoles } from '../../schemas/events.js';
-import { KeysStore } from '../keys/keys-store.js';
+import { keysStoreOf } from '../keys/keys-of-lifecycle.js';
+import type { KeysStore } from '../keys/keys-store.js';
 import type { PartitionEnds } from '../kafka/port.js';
 import type { ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
@@ -23,8 +24,6 @@ import { switchOver } from './switch.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
 
-/** The keys consumer must have fetched within this long for the replica to be ready (KEYS_STALL_MS). */
-const defaultKeysStallMs = 3000;
 export type { HealthReport };
 
 export class ReadModelLifecycle {
@@ -53,23 +52,7 @@ export class ReadModelLifecycle {
     this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);
     this.candidates = new Candidates({ ...options, modelTopics: this.modelTopics });
-    this.keys = new KeysStore({
-      dataDir: options.files.dir,
-      topics: options.topics,
-      groupId: options.groupId,
-      startProjector: options.startProjector,
-      clock,
-      logger,
-      stallMs: options.keysStallMs ?? defaultKeysStallMs,
-      readyMaxLag: options.readyMaxLag,
-      ...(options.keysBackoff === undefined ? {} : { backoff: options.keysBackoff }),
-      changed: () => this.view.refresh(),
-      views: options.views,
-      ...(options.events?.restarted === undefined
-        ? {}
-        : { restarted: (reason) => options.events?.restarted?.('keys', reason) }),
-      ...(options.events?.batchApplied === undefined ? {} : { batchApplied: options.events.batchApplied }),
-    });
+    this.keys = keysStoreOf(options, () => this.view.refresh());
     this.view = new ServedView({
       state: () => this.machine.current,
       keys: this.keys,
@@ -138,14 +121,7 @@ export class ReadModelLifecycle {
   /** Readiness and what it rests on; reads only. */
   health(): HealthReport {
     const now = this.options.clock.now();
-    const report = this.health_.report(this.machine.current, now);
-    const keys = this.keys.reasons(now);
-    return {
-      ...report,
-      ready: report.ready && keys.length === 0,
-      reasons: [...report.reasons, ...keys],
-      partitions: [...report.partitions, ...this.keys.lagPartitions()],
-    };
+    return this.keys.joinedTo(this.health_.report(this.machine.current, now), now);
   }
 
   /**
