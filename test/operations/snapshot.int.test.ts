@@ -72,6 +72,8 @@ describe('snapshots for new replicas', () => {
       const applied = metrics
         .split('\n')
         .filter((line) => line.startsWith('orders_read_model_events_applied_total{'))
+        // The keys store is not in a snapshot: a restored replica builds it from the keys topic.
+        .filter((line) => !line.includes('type="api_key.'))
         .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
       // It applied only what came after the snapshot, not the whole log again.
       expect(applied).toBeLessThan(
