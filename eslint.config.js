@@ -44,8 +44,8 @@ export default tseslint.config(
   },
   // Dependencies point one way (README, "Layout"): schemas <- projections <- src <- tools <- test, bench
   // (test/ may import bench/: its smoke test runs the benchmarks in miniature), and inside src/ as
-  // well: kafka <- read-model <- consumer <- lifecycle <- service; http reads the model and the
-  // lifecycle's health, never a consumer or the broker. kafkajs is imported by its adapter only,
+  // well: kafka <- read-model <- projector <- lifecycle <- service; http reads the model and the
+  // lifecycle's health, never a projector or the broker. kafkajs is imported by its adapter only,
   // better-sqlite3 by the read-model store only, and a projection touches no Node.js API.
   ...boundaryRules([
     {
@@ -63,29 +63,29 @@ export default tseslint.config(
     // the one module that imports OpenTelemetry (loaded by import() when tracing is on)
     {
       files: ['src/tracing/otel.ts'],
-      folders: [...srcOutside, 'consumer', 'lifecycle', 'http', 'cli'],
+      folders: [...srcOutside, 'projector', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
     },
     {
       files: ['src/kafka/**/*.ts'],
-      folders: [...srcOutside, 'read-model', 'consumer', 'keys', 'lifecycle', 'http', 'cli'],
+      folders: [...srcOutside, 'read-model', 'projector', 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
     },
     {
       files: ['src/kafka/kafkajs-adapter.ts'],
-      folders: [...srcOutside, 'read-model', 'consumer', 'keys', 'lifecycle', 'http', 'cli'],
+      folders: [...srcOutside, 'read-model', 'projector', 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['better-sqlite3'],
       extra: otelLoadedLazily,
     },
     {
       files: ['src/read-model/**/*.ts'],
-      folders: [...srcOutside, 'consumer', 'keys', 'lifecycle', 'http', 'cli'],
+      folders: [...srcOutside, 'projector', 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs'],
       extra: otelLoadedLazily,
     },
     {
-      files: ['src/consumer/**/*.ts'],
+      files: ['src/projector/**/*.ts'],
       folders: [...srcOutside, 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
@@ -104,7 +104,7 @@ export default tseslint.config(
     },
     {
       files: ['src/http/**/*.ts'],
-      folders: [...srcOutside, 'consumer', 'kafka', 'cli'],
+      folders: [...srcOutside, 'projector', 'kafka', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
     },

@@ -14,7 +14,7 @@ import { availableParallelism } from 'node:os';
 import { pino } from 'pino';
 import { buildApp } from '../src/http/app.js';
 import { compressionSettings, type CompressionSettings } from '../src/http/plugins/compression.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
 import { apiKeyIssued } from '../test/helpers/events.js';
 import { memoryReadModel } from '../test/helpers/read-model.js';

@@ -18,8 +18,8 @@ import { once } from 'node:events';
 import { createZstdCompress } from 'node:zlib';
 import kafkajs from 'kafkajs';
 import type { DomainEvent } from '../schemas/events.js';
-import { messageKeyOf, topicRoleOf } from '../src/consumer/publish.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { messageKeyOf, topicRoleOf } from '../src/kafka/publisher.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 // registers the zstd codec with kafkajs
 import '../src/kafka/kafkajs-adapter.js';
 import {

@@ -16,9 +16,9 @@ import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { phase } from './progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import type { TopicRole } from '../schemas/events.js';
-import { EventPublisher } from '../src/consumer/publish.js';
+import { EventPublisher } from '../src/kafka/publisher.js';
 import { demoEvents } from '../tools/demo-data.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 import { codecNames, type CodecName } from '../src/kafka/codecs.js';
 import { endOffsetsVia, publishingVia } from '../test/helpers/kafkajs-port.js';
 

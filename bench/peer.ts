@@ -34,7 +34,7 @@ import { seededRandom } from '../tools/demo-data.js';
 import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { ModelFiles } from '../src/read-model/files.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 import {
   benchDataOf,
   benchKeyOf,

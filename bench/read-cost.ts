@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { buildApp } from '../src/http/app.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 import { openReadModel } from '../src/read-model/database.js';
 import { ReadModelReader, type ApiReads, type OrderPageQuery } from '../src/read-model/reader.js';
 import { apiKeyIssued } from '../test/helpers/events.js';

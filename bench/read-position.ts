@@ -52,7 +52,7 @@ async function serveModelOf(
   const load = async <T>(path: string): Promise<T> =>
     (await import(pathToFileURL(join(root, path)).href)) as T;
   const { buildApp } = await load<typeof import('../src/http/app.js')>('src/http/app.ts');
-  const { sha256Hex } = await load<typeof import('../src/http/auth.js')>('src/http/auth.ts');
+  const { sha256Hex } = await load<typeof import('../src/http/bearer-key.js')>('src/http/bearer-key.ts');
   const { openReadModel } = await load<typeof import('../src/read-model/database.js')>(
     'src/read-model/database.ts',
   );

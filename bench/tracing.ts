@@ -27,7 +27,7 @@ import { pino } from 'pino';
 import { API_PREFIX } from '../schemas/api.js';
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/http/app.js';
-import { sha256Hex } from '../src/http/auth.js';
+import { sha256Hex } from '../src/http/bearer-key.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
 import { startTracing } from '../src/tracing/tracing.js';
 import { apiKeyIssued } from '../test/helpers/events.js';

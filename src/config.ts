@@ -17,7 +17,7 @@ export interface ServiceConfig {
   http: { host: string; port: number; workers: number; readPositionWaitMs: number };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
-  /** a candidate's projector gives way to requests (`consumer/pacing.ts`) */
+  /** a candidate's projector gives way to requests (`projector/pacing.ts`) */
   rebuild: { workShare: number };
   rateLimit: { max: number; windowMs: number };
   /** size bounds of what the topics deliver */

@@ -8,15 +8,15 @@ import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceConfig } from './config.js';
 import { newRequestCounter } from './shared-flags.js';
-import { startProjectorThread } from './consumer/projector-thread.js';
+import { startProjectorThread } from './projector/projector-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
-import { newRateTable } from './http/plugins/rate-windows.js';
+import { newRateTable } from './http/rate-windows.js';
 import { RequestThreads } from './http/threads/request-threads.js';
 import { kafkaPortOf } from './kafka/client.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './lifecycle/clock.js';
-import type { RunningProjector } from './consumer/projector-handle.js';
+import type { RunningProjector } from './projector/projector-handle.js';
 import {
   ReadModelLifecycle,
   type HealthReport,

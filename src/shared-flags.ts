@@ -1,7 +1,7 @@
 /**
  * Flags in shared memory between the threads of one process: the request thread counts requests,
  * the lifecycle tells a generation's projector whether to give way to them, and the projector
- * threads read both (`consumer/pacing.ts`). Here, apart from all three, so none imports another
+ * threads read both (`projector/pacing.ts`). Here, apart from all three, so none imports another
  * for them.
  */
 

@@ -17,7 +17,7 @@ import type {
 } from '../../schemas/events.js';
 import type { ApiKeyRow, ArticleRow, OrderRow } from './rows.js';
 import { listedStatusOf, type ListedStatus } from './status.js';
-import { supersedes, type FactVersion } from './version.js';
+import { supersedes, type FactVersion } from './fact-version.js';
 
 export interface CurrentRows {
   order(orderId: number): OrderRow | undefined;

@@ -113,7 +113,7 @@ function xorPart(table: string, key: string): string[] {
 
 /**
  * Joins into a rebuild's file the tables of a part of it built from other topics in a file of its
- * own, attached as `part` (`src/consumer/rebuild.ts`). The two read disjoint topics, so no row of
+ * own, attached as `part` (`src/projector/rebuild.ts`). The two read disjoint topics, so no row of
  * an entity or a partition is in both: a copy that meets one fails rather than choosing. Counters
  * of listed orders add up (an order counts where its row is), and digests XOR (an order's title is in
  * one part, its articles in the other).

@@ -11,11 +11,11 @@ import type { Logger } from '../logger.js';
 import type { RequestMetrics } from '../request-metrics.js';
 import type { ApiReads } from '../read-model/reader.js';
 import type { Tracing } from '../tracing/spans.js';
-import { authenticate } from './auth.js';
-import type { ApiError } from './errors.js';
-import { authentication } from './plugins/auth.js';
+import { authenticate } from './bearer-key.js';
+import type { ApiError } from './api-error.js';
+import { authentication } from './plugins/authenticate.js';
 import { compression, type CompressionSettings } from './plugins/compression.js';
-import { errorHandling, frameworkErrorOptions } from './plugins/errors.js';
+import { errorHandling, frameworkErrorOptions } from './plugins/error-answers.js';
 import { observability, requestIdOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
 import { defaultPositionWaitMs } from './position.js';
@@ -32,9 +32,9 @@ export interface AppDeps {
   metrics?: Pick<RequestMetrics, 'httpDuration'>;
   /** per-key request limit; absent or max 0: no limit */
   rateLimit?: RateLimit;
-  /** the limit's windows, shared by every request thread (`plugins/rate-windows.ts`); absent: this app's own */
+  /** the limit's windows, shared by every request thread (`http/rate-windows.ts`); absent: this app's own */
   rateTable?: SharedArrayBuffer;
-  /** shared memory counting requests, for projectors that give way to them (`consumer/pacing.ts`) */
+  /** shared memory counting requests, for projectors that give way to them (`projector/pacing.ts`) */
   requests?: Int32Array;
   /** other compression settings than the chosen ones (`plugins/compression.ts`), for the benchmark */
   compression?: CompressionSettings;

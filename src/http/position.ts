@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiReads, ModelPosition, ModelSnapshot } from '../read-model/reader.js';
-import { ApiError, sendError } from './errors.js';
+import { ApiError, sendError } from './api-error.js';
 
 export const positionHeader = 'x-read-position';
 

@@ -12,7 +12,7 @@
  * convergence rule says, so what either has applied is never forgotten.
  */
 import { keysSql } from '../../projections/orders/sql.js';
-import { supersedes, type FactVersion } from '../../projections/orders/version.js';
+import { supersedes, type FactVersion } from '../../projections/orders/fact-version.js';
 import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
 import { readsOf, type KeysRef } from '../read-model/read-view.js';

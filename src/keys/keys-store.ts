@@ -11,7 +11,7 @@
  * tried again, whatever the client's own retry schedule.
  */
 import type { TopicRole } from '../../schemas/events.js';
-import type { RunningProjector, StartProjector } from '../consumer/projector-handle.js';
+import type { RunningProjector, StartProjector } from '../projector/projector-handle.js';
 import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
 import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';

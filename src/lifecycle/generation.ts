@@ -4,7 +4,7 @@
  * and to close, and nothing outside assigns its fields.
  */
 import { writeSql } from '../../projections/orders/sql.js';
-import type { RunningProjector, StartProjector } from '../consumer/projector-handle.js';
+import type { RunningProjector, StartProjector } from '../projector/projector-handle.js';
 import { offsetKey, type Positions, type UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';

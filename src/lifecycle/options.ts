@@ -1,6 +1,6 @@
 /** What the lifecycle is given, and what it reports as it goes. */
 import type { TopicRole } from '../../schemas/events.js';
-import type { StartProjector } from '../consumer/projector-handle.js';
+import type { StartProjector } from '../projector/projector-handle.js';
 import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';

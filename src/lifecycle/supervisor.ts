@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { Clock } from './clock.js';
-import type { RunningProjector } from '../consumer/projector-handle.js';
+import type { RunningProjector } from '../projector/projector-handle.js';
 
 export type RestartReason = 'start_failed' | 'failed' | 'stalled';
 

@@ -1,6 +1,6 @@
 /**
  * What the writer is given: messages as they left the Kafka port, each with what its bytes decoded
- * to (`consumer/decode.ts` decodes them), and the reasons a message becomes a dead letter.
+ * to (`projector/decode.ts` decodes them), and the reasons a message becomes a dead letter.
  */
 import type { DomainEvent } from '../../schemas/events.js';
 import type { RawMessage } from '../kafka/port.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import {
   apiKeyIssued,
   apiKeyRevoked,
@@ -133,7 +133,7 @@ describe('the service as a process (npm start)', () => {
     await publish(producer, topics, [apiKeyRevoked('e2e-key', { occurred_at: at(7) })]);
     await eventually('the revoked key is refused', (r) => r.status === 401, '/orders');
 
-    // The projector thread runs at nice 5 (src/consumer/projector-worker.ts), the thread answering requests at 0.
+    // The projector thread runs at nice 5 (src/projector/projector-worker.ts), the thread answering requests at 0.
     const pid = service.child.pid!;
     const niceOf = (tid: string): number => {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');

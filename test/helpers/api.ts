@@ -3,7 +3,7 @@ import { afterAll } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { buildApp } from '../../src/http/app.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { apiKeyIssued } from './events.js';
 import { memoryReadModel } from './read-model.js';

@@ -98,4 +98,4 @@ export function apiKeyRevoked(keyId: string, m: Meta = {}): ApiKeyRevoked {
 }
 
 /** The topic role and Kafka key of an event, as the service's publisher computes them. */
-export { topicRoleOf as roleOf, messageKeyOf as keyOf } from '../../src/consumer/publish.js';
+export { topicRoleOf as roleOf, messageKeyOf as keyOf } from '../../src/kafka/publisher.js';

@@ -1,9 +1,9 @@
 /** Projectors run in the test's own thread over a Kafka port: the lifecycle's `StartProjector` for fast tests. */
 import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
+import { runProjection } from '../../src/projector/projector.js';
 import { type KafkaPort, offsetKey } from '../../src/kafka/port.js';
-import type { RunningProjector, StartProjector } from '../../src/consumer/projector-handle.js';
+import type { RunningProjector, StartProjector } from '../../src/projector/projector-handle.js';
 import type { Logger } from '../../src/logger.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';

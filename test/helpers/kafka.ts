@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
-import { EventPublisher } from '../../src/consumer/publish.js';
+import { EventPublisher } from '../../src/kafka/publisher.js';
 import { afterAll, inject } from 'vitest';
 import { createContractTopicSet } from '../../tools/harness.js';
 import { publishingVia } from './kafkajs-port.js';

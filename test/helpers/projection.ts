@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { inject } from 'vitest';
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
+import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { Consumption } from '../../src/kafka/port.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';

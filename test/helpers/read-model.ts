@@ -18,7 +18,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { roleOfTopic } from '../../src/config.js';
-import { decodeBatch } from '../../src/consumer/decode.js';
+import { decodeBatch } from '../../src/projector/decode.js';
 import { roleOf } from './events.js';
 
 export const testTopics: Record<TopicRole, string> = {

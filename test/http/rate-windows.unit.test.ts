@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { newRateTable, RateWindows } from '../../src/http/plugins/rate-windows.js';
+import { newRateTable, RateWindows } from '../../src/http/rate-windows.js';
 
 const limit = { max: 5, windowMs: 1000 };
 
@@ -47,7 +47,7 @@ describe('rate windows in shared memory', () => {
           parentPort.postMessage('done');
         });
     `;
-    const module = new URL('../../src/http/plugins/rate-windows.ts', import.meta.url).href;
+    const module = new URL('../../src/http/rate-windows.ts', import.meta.url).href;
     await Promise.all(
       Array.from({ length: 3 }, () => {
         const worker = new Worker(source, {

@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
 import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
+import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { UnreadableBatch } from '../../src/kafka/port.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import {

@@ -9,7 +9,7 @@ import kafkajs from 'kafkajs';
 import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { roleOfTopic } from '../../src/config.js';
-import { runProjection } from '../../src/consumer/projector.js';
+import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { UnreadableBatch } from '../../src/kafka/port.js';
 import { openReadModel } from '../../src/read-model/database.js';

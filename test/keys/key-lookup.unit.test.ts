@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { KeyLookup } from '../../src/keys/key-lookup.js';
 import { newCommitCounter, type CommitCounter } from '../../src/read-model/commit-counter.js';
 import { openReadModel } from '../../src/read-model/database.js';

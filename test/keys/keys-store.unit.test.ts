@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { keysFile } from '../../src/keys/keys-store.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
@@ -10,7 +10,7 @@ import { apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
-import { decodeBatch } from '../../src/consumer/decode.js';
+import { decodeBatch } from '../../src/projector/decode.js';
 import { MemoryKafka } from '../helpers/memory-kafka.js';
 import { tempDir } from '../helpers/temp.js';
 

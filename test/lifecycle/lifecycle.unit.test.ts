@@ -2,7 +2,7 @@ import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { keyOf as apiKeyOf, issueKeyOf } from '../helpers/api.js';
 import { apiKeyRevoked, at, orderCreated, orderDeleted } from '../helpers/events.js';

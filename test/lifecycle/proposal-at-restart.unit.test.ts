@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { keyOf, issueKeyOf } from '../helpers/api.js';
 import { apiKeyRevoked, at, orderCreated, orderDeleted } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';

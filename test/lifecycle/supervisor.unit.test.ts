@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/lifecycle/clock.js';
-import type { RunningProjector } from '../../src/consumer/projector-handle.js';
+import type { RunningProjector } from '../../src/projector/projector-handle.js';
 import { backoffDelay, Supervisor, type RestartReason } from '../../src/lifecycle/supervisor.js';
 
 /** A clock whose sleeps are recorded and end when the test says so. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeEvent } from '../../src/consumer/decode.js';
+import { decodeEvent } from '../../src/projector/decode.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';

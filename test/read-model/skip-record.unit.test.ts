@@ -1,7 +1,7 @@
 /**
  * The record of a data directory's skips (`operator-skips.sqlite`): append-only, one row per batch,
  * and the one-time upgrade from `skipped-batches.json`. Many runs at once are shown by
- * test/operations/skip-batch-concurrent.int.test.ts.
+ * test/cli/skip-batch-concurrent.int.test.ts.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 import { DAY_MS } from '../../projections/orders/listing.js';
-import { decodeBatch } from '../../src/consumer/decode.js';
+import { decodeBatch } from '../../src/projector/decode.js';
 import { describe, expect, it } from 'vitest';
 import { maxRowsPerStatement, readSql } from '../../projections/orders/sql.js';
 import type { DomainEvent } from '../../schemas/events.js';

@@ -18,7 +18,7 @@ import {
 } from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
-import type { ProjectorThread } from '../../src/consumer/projector-thread.js';
+import type { ProjectorThread } from '../../src/projector/projector-thread.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { createContractTopics, publish, waitUntil } from '../helpers/kafka.js';

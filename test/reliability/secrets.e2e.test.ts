@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { API_PREFIX } from '../../schemas/api.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { apiKeyIssued, apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import {

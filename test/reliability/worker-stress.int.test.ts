@@ -9,7 +9,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { newGiveWayFlag, newRequestCounter } from '../../src/shared-flags.js';
-import { startProjectorThread } from '../../src/consumer/projector-thread.js';
+import { startProjectorThread } from '../../src/projector/projector-thread.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { waitUntil } from '../helpers/kafka.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
-import { sha256Hex } from '../../src/http/auth.js';
+import { sha256Hex } from '../../src/http/bearer-key.js';
 import { projectRoot } from '../../tools/harness.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { apiKeyIssued, at, orderCreated } from '../helpers/events.js';

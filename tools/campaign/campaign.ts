@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
 import type { DomainEvent } from '../../schemas/events.js';
-import { messageKeyOf, topicRoleOf } from '../../src/consumer/publish.js';
+import { messageKeyOf, topicRoleOf } from '../../src/kafka/publisher.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
 import { compressionOf } from '../../src/kafka/kafkajs-adapter.js';
 import { ModelFiles } from '../../src/read-model/files.js';

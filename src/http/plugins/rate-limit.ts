@@ -11,8 +11,8 @@
  */
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../errors.js';
-import { RateWindows, type RateLimit } from './rate-windows.js';
+import { ApiError } from '../api-error.js';
+import { RateWindows, type RateLimit } from '../rate-windows.js';
 
 export type { RateLimit };
 

@@ -47,7 +47,7 @@ export function requestTracing(app: FastifyInstance, tracing: Tracing | undefine
         span.end({
           status: reply.raw.statusCode,
           ...(route === undefined ? {} : { route }),
-          // set by authentication (`plugins/auth.ts`) once the key is known
+          // set by authentication (`plugins/authenticate.ts`) once the key is known
           ...(typeof request.orgId === 'number' ? { orgId: request.orgId } : {}),
           requestId: request.id,
           aborted: !finished,

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { ArticleList, ErrorBody, OrderIdParams } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, sendNotModified, setValidators } from '../conditional.js';
-import { orderNotFound, sendError } from '../errors.js';
+import { orderNotFound, sendError } from '../api-error.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { articleListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';

@@ -11,7 +11,7 @@ import {
 } from '../../../schemas/api.js';
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
-import { ApiError } from '../errors.js';
+import { ApiError } from '../api-error.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { orderListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';

@@ -15,9 +15,9 @@ export interface RequestThreadData {
   published: Int32Array;
   /** where views arrive and are acknowledged; transferred to the thread */
   viewPort: MessagePort;
-  /** shared memory: the API's request count (`consumer/pacing.ts`) */
+  /** shared memory: the API's request count (`projector/pacing.ts`) */
   requests: Int32Array;
-  /** shared memory: the rate limit's windows (`plugins/rate-windows.ts`) */
+  /** shared memory: the rate limit's windows (`http/rate-windows.ts`) */
   rateTable: SharedArrayBuffer;
 }
 

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { unauthorized, type ApiError } from './errors.js';
+import { unauthorized, type ApiError } from './api-error.js';
 
 const maxKeyLength = 512;
 

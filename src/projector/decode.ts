@@ -54,7 +54,7 @@ export interface EventSchemas {
 /**
  * The same schemas compiled by zod (`z.compile`): a generated parser runs first and hands anything
  * it does not accept to zod's own parser, so results and error texts are zod's, at a fraction of the
- * cost per event (test/consumer/decode.property.unit.test.ts checks both agree).
+ * cost per event (test/projector/decode.property.unit.test.ts checks both agree).
  */
 export const compiledEventSchemas: EventSchemas = {
   envelope: z.compile(EventEnvelope),

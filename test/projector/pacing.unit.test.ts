@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Pacer, pause } from '../../src/consumer/pacing.js';
+import { Pacer, pause } from '../../src/projector/pacing.js';
 import { countRequest, newGiveWayFlag, newRequestCounter, setGiveWay } from '../../src/shared-flags.js';
 
 describe('pacing a projector that gives way to requests', () => {

@@ -1,5 +1,5 @@
 /** Publishing events the way the contract says (JSON value, keyed by order id or key id), in order per key. */
-import type { KafkaPort } from '../kafka/port.js';
+import type { KafkaPort } from './port.js';
 import { topicRoleOfType, type DomainEvent, type TopicRole } from '../../schemas/events.js';
 
 export function topicRoleOf(event: DomainEvent): TopicRole {

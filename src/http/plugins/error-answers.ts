@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyError, FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
-import { ApiError, orderNotFound, sendError, statusError } from '../errors.js';
+import { ApiError, orderNotFound, sendError, statusError } from '../api-error.js';
 import { echoRequestId } from './observability.js';
 
 declare module 'fastify' {

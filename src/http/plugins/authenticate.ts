@@ -1,7 +1,7 @@
 /** Authentication of a scope's routes: every request carries a valid key, or is answered 401 before routing on. */
 import type { FastifyInstance } from 'fastify';
-import { ApiError, sendError } from '../errors.js';
-import type { Authenticated } from './errors.js';
+import { ApiError, sendError } from '../api-error.js';
+import type { Authenticated } from './error-answers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { runProjection, type AppliedBatchFacts } from '../../src/consumer/projector.js';
+import { runProjection, type AppliedBatchFacts } from '../../src/projector/projector.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { orderCreated } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';

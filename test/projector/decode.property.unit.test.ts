@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { EventEnvelope, eventDataSchemas, topicRoleOfType, type TopicRole } from '../../schemas/events.js';
-import { compiledEventSchemas, decodeEventWith } from '../../src/consumer/decode.js';
+import { compiledEventSchemas, decodeEventWith } from '../../src/projector/decode.js';
 import { historyArbitrary } from '../helpers/histories.js';
 
 const runtime = { envelope: EventEnvelope, data: eventDataSchemas };
