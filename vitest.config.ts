@@ -26,8 +26,8 @@ export default defineConfig({
           name: 'int',
           include: ['test/**/*.int.test.ts', 'test/**/*.e2e.test.ts'],
           exclude: [campaign],
-          globalSetup: ['test/helpers/kafka-global-setup.ts'],
-          setupFiles: ['test/helpers/no-process-warnings.ts'],
+          globalSetup: ['test/helpers/built-service.ts', 'test/helpers/kafka-global-setup.ts'],
+          setupFiles: ['test/helpers/no-process-warnings.ts', 'test/helpers/service-from-dist.ts'],
           // Each test bounds its own waits; the whole test is only kept from hanging for good (at a
           // load average of 30, a broker halted and resumed twice took 156 s end to end).
           testTimeout: 300_000,
@@ -43,7 +43,8 @@ export default defineConfig({
         test: {
           name: 'campaign',
           include: [campaign],
-          setupFiles: ['test/helpers/no-process-warnings.ts'],
+          globalSetup: ['test/helpers/built-service.ts'],
+          setupFiles: ['test/helpers/no-process-warnings.ts', 'test/helpers/service-from-dist.ts'],
           testTimeout: 600_000,
           pool: 'forks',
           sequence: { groupOrder: 1 },

@@ -41,6 +41,15 @@ export function useServiceRuntime(runtime: ServiceRuntime): void {
   serviceRuntime = runtime;
 }
 
+/** The arguments of `node` that run a command of the service's executable as the chosen runtime. */
+export function serviceArgv(args: readonly string[]): string[] {
+  const entry =
+    serviceRuntime === 'dist'
+      ? [...builtServiceNodeFlags, join(projectRoot, 'dist', 'src', 'main.js')]
+      : ['--import', 'tsx', join(projectRoot, 'src', 'main.ts')];
+  return [...entry, ...args];
+}
+
 /**
  * Runs a command of the service's executable with `env`, as the chosen runtime. `detached`: in a
  * process group of its own, so that a Ctrl-C in the terminal reaches the caller alone.
@@ -51,11 +60,7 @@ export function spawnServiceCommand(
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
   options: { detached?: boolean } = {},
 ): ChildProcess {
-  const entry =
-    serviceRuntime === 'dist'
-      ? [...builtServiceNodeFlags, join(projectRoot, 'dist', 'src', 'main.js')]
-      : ['--import', 'tsx', join(projectRoot, 'src', 'main.ts')];
-  return spawn(process.execPath, [...entry, ...args], {
+  return spawn(process.execPath, serviceArgv(args), {
     cwd: projectRoot,
     env,
     stdio,
@@ -63,21 +68,35 @@ export function spawnServiceCommand(
   });
 }
 
-/** Runs a command to its end; resolves with its stdout, rejects with it on a non-zero exit. */
+/**
+ * Runs a command to its end; resolves with its stdout, rejects with it on a non-zero exit. Its stderr
+ * (logs, progress) reaches the terminal of an operator running a benchmark; under a test runner it
+ * is kept and shown only in the error of a failed command, so that a passing suite prints no logs.
+ */
 export function runServiceCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   onOutput: (chunk: Buffer) => void = () => undefined,
 ): Promise<string> {
+  const underTests = process.env['VITEST'] !== undefined;
   return new Promise((resolveRun, reject) => {
-    const child = spawnServiceCommand(args, env, ['ignore', 'pipe', 'inherit']);
+    const child = spawnServiceCommand(args, env, ['ignore', 'pipe', underTests ? 'pipe' : 'inherit']);
     let out = '';
+    let err = '';
     child.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       onOutput(chunk);
     });
+    child.stderr?.on('data', (chunk: Buffer) => {
+      // the last 64 KiB is enough to say why a command failed
+      err = (err + chunk.toString()).slice(-65_536);
+    });
     child.on('exit', (code) =>
-      code === 0 ? resolveRun(out) : reject(new Error(`${args.join(' ')} exited ${code}: ${out}`)),
+      code === 0
+        ? resolveRun(out)
+        : reject(
+            new Error(`${args.join(' ')} exited ${code}: ${out}${err === '' ? '' : `\nstderr:\n${err}`}`),
+          ),
     );
   });
 }

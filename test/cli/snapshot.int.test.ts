@@ -7,6 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
+import { serviceArgv } from '../../tools/harness.js';
 import { describe, expect, it } from 'vitest';
 import { appliedMessagesIn, markProjectionVersion1 } from '../../tools/model-progress.js';
 import { loadConfig } from '../../src/config.js';
@@ -19,7 +20,7 @@ import { serviceFixture } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
 
 function cli(env: NodeJS.ProcessEnv, args: string[]): { status: number | null; output: string } {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const run = spawnSync(process.execPath, serviceArgv(args), {
     env: { ...env, LOG_LEVEL: 'warn' },
     encoding: 'utf8',
   });

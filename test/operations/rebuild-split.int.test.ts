@@ -18,6 +18,7 @@ import { connectedClients, testKafka } from '../helpers/kafka.js';
 import { dumpModel } from '../helpers/read-model.js';
 import { serviceFixture } from '../helpers/service.js';
 import { tempDir } from '../helpers/temp.js';
+import { serviceArgv } from '../../tools/harness.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -106,7 +107,7 @@ describe('a rebuild with the articles in a thread of their own', () => {
 
   it("keeps the rebuild command's stdout for its answer: the articles thread logs to stderr", async () => {
     const fixture = await serviceFixture({ orders: 100 });
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'rebuild', '--no-promote'], {
+    const child = spawn(process.execPath, serviceArgv(['rebuild', '--no-promote']), {
       env: { ...fixture.env, LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

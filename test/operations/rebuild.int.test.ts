@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { serviceArgv } from '../../tools/harness.js';
 import { describe, expect, it } from 'vitest';
 import { appliedMessagesIn } from '../../tools/model-progress.js';
 import { openBuildFile } from '../../src/read-model/database.js';
@@ -16,7 +17,7 @@ const auth = { authorization: `Bearer ${keyOf(1)}` };
 
 /** Runs the CLI (`npm run cli -- …`) as its own process, as an operator would. */
 function cli(env: NodeJS.ProcessEnv, args: string[]) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const child = spawn(process.execPath, serviceArgv(args), {
     env: { ...env, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
