@@ -15,7 +15,14 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
+import {
+  Kafka,
+  logLevel,
+  Partitioners,
+  type CompressionTypes,
+  type Producer,
+  type TopicMessages,
+} from 'kafkajs';
 import type { DomainEvent } from '../../schemas/events.js';
 import { messageKeyOf, topicRoleOf } from '../../src/kafka/publisher.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
@@ -1052,29 +1059,55 @@ class Campaign {
       });
     } else {
       this.txCount += 1;
-      const producer = this.kafka.producer({
-        transactionalId: `campaign-${this.options.seed}-${this.txCount}`,
-        idempotent: true,
-        maxInFlightRequests: 1,
-      });
-      await producer.connect();
-      try {
-        if (mode === 'abort') {
-          const aborted = await producer.transaction();
-          await aborted.sendBatch({ compression, topicMessages: topicMessages(this.world.aborted(), false) });
-          await aborted.abort();
+      const transactionalId = `campaign-${this.options.seed}-${this.txCount}`;
+      const aborted = mode === 'abort' ? topicMessages(this.world.aborted(), false) : null;
+      const committed = topicMessages(draw.events, true);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await this.transaction(transactionalId, compression, aborted, committed);
+          break;
+        } catch (error) {
+          // A transaction whose end the coordinator refused (a broker just thawed or restarted:
+          // "the coordinator is loading") cannot be ended again by kafkajs. A new producer of the
+          // same transactional id fences it, so the coordinator aborts it; the events are sent
+          // again in a new transaction. Had the first one been committed after all, the service
+          // would read each event twice, which the projection tolerates.
+          const retriable = (error as { retriable?: unknown }).retriable === true;
+          if (!retriable || attempt === 5) throw error;
+          this.log(
+            `[campaign ${this.options.seed}]    transaction ${transactionalId} not ended (${(error as Error).message}); attempt ${attempt + 1}`,
+          );
+          await sleep(500 * attempt);
         }
-        const tx = await producer.transaction();
-        await tx.sendBatch({ compression, topicMessages: topicMessages(draw.events, true) });
-        await tx.commit();
-      } finally {
-        await producer.disconnect();
       }
     }
     for (const event of draw.events) this.oracle.apply(event);
     for (const id of draw.revoked) this.revokedAcked.add(id);
     this.events += draw.events.length;
     this.poison += draw.poison.length;
+  }
+
+  /** One transaction of the campaign's transactional producer: optionally an aborted one first. */
+  private async transaction(
+    transactionalId: string,
+    compression: CompressionTypes,
+    aborted: TopicMessages[] | null,
+    committed: TopicMessages[],
+  ): Promise<void> {
+    const producer = this.kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    try {
+      if (aborted !== null) {
+        const tx = await producer.transaction();
+        await tx.sendBatch({ compression, topicMessages: aborted });
+        await tx.abort();
+      }
+      const tx = await producer.transaction();
+      await tx.sendBatch({ compression, topicMessages: committed });
+      await tx.commit();
+    } finally {
+      await producer.disconnect();
+    }
   }
 
   /** Replicas that are up, ready since the broker last came back, with the broker up: the revocation bound holds for them. */
