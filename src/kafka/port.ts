@@ -44,6 +44,16 @@ export interface UnreadableBatch {
   retryInMs: number;
 }
 
+/**
+ * The consumer group of one start of a consumer: a group of its own each time, so that no membership
+ * of an earlier start (a killed process's lives on for the session timeout) holds a partition from
+ * it. The service keeps its positions in SQLite, never in a group, and the broker forgets an empty
+ * group that has no committed offsets.
+ */
+export function groupOfStart(prefix: string, now: number, start: number): string {
+  return `${prefix}.${now}.${start}`;
+}
+
 export interface ConsumeOptions {
   /** Membership only: positions come from `startAt`, never from the group's committed offsets. */
   groupId: string;

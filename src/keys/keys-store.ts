@@ -12,7 +12,13 @@
  */
 import type { TopicRole } from '../../schemas/events.js';
 import type { RunningProjector, StartProjector } from '../projector/projector-handle.js';
-import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
+import {
+  groupOfStart,
+  offsetKey,
+  type PartitionEnds,
+  type Positions,
+  type UnreadableBatch,
+} from '../kafka/port.js';
 import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
 import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
@@ -104,8 +110,7 @@ export class KeysStore {
         return this.options.startProjector({
           signal,
           file: this.file,
-          // a group of its own at each start: nobody else's membership holds a partition
-          groupId: `${this.options.groupId}.keys.${clock.now()}.${this.starts}`,
+          groupId: groupOfStart(`${this.options.groupId}.keys`, clock.now(), this.starts),
           roles: ['apiKeys'],
           giveWay: new Int32Array(new SharedArrayBuffer(4)),
           fetchMaxWaitMs: keysFetchMaxWaitMs,

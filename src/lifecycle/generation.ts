@@ -5,7 +5,7 @@
  */
 import { writeSql } from '../../projections/orders/sql.js';
 import type { RunningProjector, StartProjector } from '../projector/projector-handle.js';
-import { offsetKey, type Positions, type UnreadableBatch } from '../kafka/port.js';
+import { groupOfStart, offsetKey, type Positions, type UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, ProjectionVersionMismatch, type ReadModelDatabase } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
@@ -167,9 +167,10 @@ export class Generation {
     setGiveWay(this.giveWayFlag, on);
   }
 
-  /** Starts its supervised projector under `groupId` (nothing if one runs already). */
+  /** Starts its supervised projector in groups named after `groupId` (nothing if one runs already). */
   project(groupId: string, name: string, deps: ProjectorDeps, events: ProjectorEvents): void {
     if (this.supervisor !== null) return;
+    let starts = 0;
     this.supervisor = new Supervisor({
       name,
       clock: deps.clock,
@@ -179,7 +180,7 @@ export class Generation {
         deps.startProjector({
           signal,
           file: this.file,
-          groupId,
+          groupId: groupOfStart(groupId, deps.clock.now(), ++starts),
           giveWay: this.giveWayFlag,
           onBatch: (topic, partition, outcome) => {
             // The batch is committed: the reader reads digests and the position again for its tags.
