@@ -10,8 +10,7 @@
  * not fetched for `stallMs`, and a start that takes longer than `keysStartTimeoutMs` is given up and
  * tried again, whatever the client's own retry schedule.
  */
-import type { TopicRole } from '../../schemas/events.js';
-import type { RunningProjector, StartProjector } from '../projector/projector-handle.js';
+import type { RunningProjector } from '../projector/projector-handle.js';
 import {
   groupOfStart,
   offsetKey,
@@ -19,44 +18,25 @@ import {
   type Positions,
   type UnreadableBatch,
 } from '../kafka/port.js';
-import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
-import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
-import type { Logger } from '../logger.js';
+import { Supervisor } from '../lifecycle/supervisor.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
 import { removeModelFile } from '../read-model/database.js';
-import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { KeyLookup, type KeysRef } from './key-lookup.js';
 import { hasReachedAll, keysFile, openKeysFiles, storedPositions } from './keys-files.js';
 import { keysReadiness } from './keys-readiness.js';
+import {
+  keysBackoff,
+  keysFetchMaxWaitMs,
+  keysPatienceMs,
+  keysStartTimeoutMs,
+  type KeysStoreOptions,
+} from './keys-options.js';
 
 export { keysFile };
+export type { KeysStoreOptions };
 
-export interface KeysStoreOptions {
-  dataDir: string;
-  topics: Record<TopicRole, string>;
-  groupId: string;
-  startProjector: StartProjector;
-  clock: Clock;
-  logger: Logger;
-  /** not ready, and the consumer restarted, once it has not fetched for this long */
-  stallMs: number;
-  readyMaxLag: number;
-  backoff?: Backoff;
-  /** the files keys are read from changed (a successor took over): publish a new view */
-  changed?: () => void;
-  /** the request threads: a predecessor is closed once all of them have let it go */
-  views?: ViewSink | undefined;
-  batchApplied?: (outcome: BatchOutcome) => void;
-  restarted?: (reason: RestartReason) => void;
-}
-
-/** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
-const keysFetchMaxWaitMs = 500;
-const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
-/** A start of the keys consumer still under way after this long is given up and tried again. */
-const keysStartTimeoutMs = 30_000;
 let lastRefId = 0;
 
 export class KeysStore {
@@ -74,6 +54,8 @@ export class KeysStore {
   private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
   private readonly retiring = new Set<Promise<void>>();
   private starts = 0;
+  /** consumers replaced in a row without a fetch: each next one is given twice as long (`patience`) */
+  private stalls = 0;
   private readonly commits = newCommitCounter();
 
   constructor(private readonly options: KeysStoreOptions) {
@@ -115,7 +97,10 @@ export class KeysStore {
           giveWay: new Int32Array(new SharedArrayBuffer(4)),
           fetchMaxWaitMs: keysFetchMaxWaitMs,
           commits: this.commits,
-          onFetched: () => (this.fetchedAt = clock.now()),
+          onFetched: () => {
+            this.fetchedAt = clock.now();
+            this.stalls = 0;
+          },
           onBatch: (topic, partition, outcome) => this.applied(topic, partition, outcome),
           onUnreadable: (batch) => {
             this.unreadable.set(offsetKey(batch.topic, batch.partition), { ...batch, at: clock.now() });
@@ -196,12 +181,13 @@ export class KeysStore {
     const predecessor = this.predecessor;
     if (predecessor !== null && hasReachedAll(running.positions(), predecessor.positions)) this.succeed();
     const since = Math.max(this.fetchedAt ?? 0, this.startedAt);
-    if (this.options.clock.now() - since > this.options.stallMs) {
+    if (this.options.clock.now() - since > keysPatienceMs(this.options.stallMs, this.stalls)) {
       this.options.logger.warn(
-        { stalledMs: this.options.clock.now() - since },
+        { stalledMs: this.options.clock.now() - since, stalls: this.stalls + 1 },
         'the keys consumer has not fetched for too long; starting a new one',
       );
       this.startedAt = null;
+      this.stalls += 1;
       this.supervisor?.restart('stalled');
     }
   }

@@ -29,6 +29,8 @@ export class BrokerUnreachable extends Error {
 export class MemoryKafka implements KafkaPort {
   private readonly logs = new Map<string, StoredRecord[][]>();
   private down = false;
+  /** every consumer fetches for the first time this long after it was started */
+  firstFetchDelayMs = 0;
   private readonly consumptions = new Set<{ fail: (error: Error) => void }>();
   /** how many records one fetch hands over per partition */
   batchSize = 50;
@@ -128,6 +130,9 @@ export class MemoryKafka implements KafkaPort {
     let loopEnded: () => void = () => undefined;
     const loopDone = new Promise<void>((resolve) => (loopEnded = resolve));
     const loop = async (): Promise<void> => {
+      // a join and a first fetch that take this long (a loaded machine)
+      if (this.firstFetchDelayMs > 0)
+        await new Promise((resolve) => setTimeout(resolve, this.firstFetchDelayMs));
       while (!stopped) {
         let delivered = false;
         if (!paused) {

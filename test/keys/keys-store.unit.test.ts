@@ -134,6 +134,18 @@ describe('the keys store', () => {
     await waitUntil('the new consumer reads the revocation', () => orgOf(f, 1) === null, 8000);
   });
 
+  it('gives each consumer replaced without a fetch twice as long, so that slow starts end up reading', async () => {
+    const f = lifecycleFixture(dataDir(), { keysStallMs: 150 });
+    // every start needs 500 ms to fetch: more than the first consumer's and the second's patience
+    f.kafka.firstFetchDelayMs = 500;
+    started(f);
+    f.publish([issueKeyOf(1, at(1)), orderCreated({ order_id: 1 })]);
+    await waitUntil('the key is accepted', () => orgOf(f, 1) === 1, 8000);
+    const stalled = f.restarts.filter((r) => r.projector === 'keys' && r.reason === 'stalled').length;
+    expect(stalled).toBeGreaterThanOrEqual(1);
+    expect(stalled).toBeLessThanOrEqual(3);
+  });
+
   it('makes the replica unready while its consumer cannot fetch, and ready again once it reads', async () => {
     const f = started(lifecycleFixture(dataDir(), { keysStallMs: 300 }));
     f.publish([issueKeyOf(1, at(1)), orderCreated({ order_id: 1 })]);
