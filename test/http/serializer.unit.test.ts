@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ArticleList, OrderList } from '../../schemas/api.js';
 import { articleListJson, orderListJson, responseSerializerCompiler } from '../../src/http/serializer.js';
-import { formatApiTimestamp } from '../../src/read-model/reader.js';
+import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
 
 /** Any string an event may carry: quotes, backslashes, control characters, lone surrogates, emoji. */
 const text = fc.oneof(

@@ -1,4 +1,4 @@
-import { deadLetterPreviewBytes } from '../../src/read-model/writer.js';
+import { deadLetterPreviewBytes } from '../../src/read-model/dead-letters.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/temp.js';

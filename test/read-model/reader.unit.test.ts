@@ -2,12 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { openReadModel } from '../../src/read-model/database.js';
-import {
-  formatApiTimestamp,
-  positionKey,
-  ReadModelReader,
-  type ModelPosition,
-} from '../../src/read-model/reader.js';
+import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
+import { positionKey, ReadModelReader, type ModelPosition } from '../../src/read-model/reader.js';
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
