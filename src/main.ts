@@ -1,11 +1,18 @@
 /**
- * The executable: `npm start` (= `serve`) and the operator's subcommands.
- * The composition root: it reads the environment once, creates the root
- * logger and hands both to the command.
+ * The executable: `npm start` (= `serve`) and the operator's subcommands. The composition root: it
+ * reads the environment once, creates the root logger and hands both to the command. The command
+ * line is parsed in `cli/arguments.ts`; the serving process ends on signals (`signals.ts`).
  */
-import { ModelFiles, PointerBroken } from './read-model/files.js';
 import { hostname, userInfo } from 'node:os';
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import {
+  exitCode,
+  failureExit,
+  nonNegativeInt,
+  parseCommandLine,
+  positiveInt,
+  UsageError,
+  type Command,
+} from './cli/arguments.js';
 import {
   createTopics,
   deadLetters,
@@ -15,40 +22,16 @@ import {
   status,
   type CommandContext,
 } from './cli/commands.js';
-import { skipBatch, skipBatchLines, SkipRefused } from './cli/skip-batch.js';
-import { restoreSnapshot, SnapshotRefused, takeSnapshot } from './cli/snapshot.js';
+import { skipBatch, skipBatchLines } from './cli/skip-batch.js';
+import { restoreSnapshot, takeSnapshot } from './cli/snapshot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, type Logger } from './logger.js';
+import { ModelFiles } from './read-model/files.js';
 import { startService } from './service.js';
+import { exitOnSignals } from './signals.js';
 
-const shutdownTimeoutMs = 15_000;
-
-class UsageError extends Error {}
-
-interface Command {
-  usage: string;
-  summary: string;
-  options?: ParseArgsConfig['options'];
-  positionals?: number;
-  run: (
-    ctx: CommandContext,
-    values: Record<string, string | boolean | undefined>,
-    positionals: string[],
-  ) => Promise<void>;
-}
-
-function positiveInt(name: string, value: string | boolean | undefined, fallback?: number): number {
-  if (value === undefined && fallback !== undefined) return fallback;
-  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${name} must be a positive integer`);
-  return n;
-}
-
-function nonNegativeInt(name: string, value: string | boolean | undefined): number {
-  const n = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(n)) throw new UsageError(`--${name} must be a decimal integer ≥ 0`);
-  return n;
-}
+/** The process goes on after `serve` returns: it ends on a signal. */
+const keepRunning = -1;
 
 const commands: Record<string, Command> = {
   serve: {
@@ -171,126 +154,33 @@ const commands: Record<string, Command> = {
   },
 };
 
-function overview(): string {
-  const width = Math.max(...Object.values(commands).map((c) => c.usage.length));
-  return [
-    'usage: npm run cli -- <command> [options]   (npm start = serve)',
-    '',
-    ...Object.values(commands).map((c) => `  ${c.usage.padEnd(width)}  ${c.summary}`),
-    '',
-    'Configuration comes from environment variables (see README, "Configuration"). Every command takes --help.',
-  ].join('\n');
-}
-
-function findCommand(argv: string[]): { name: string; command: Command; rest: string[] } | null {
-  for (const length of [2, 1]) {
-    const name = argv.slice(0, length).join(' ');
-    const command = commands[name];
-    if (command !== undefined) return { name, command, rest: argv.slice(length) };
-  }
-  return null;
-}
-
 async function serve(config: CommandContext['config'], logger: Logger): Promise<void> {
   const starting = startService(config, logger);
-  let stopping = false;
-  // Registered before start-up completes, so that a signal during start-up also ends the process cleanly.
-  const stop = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
-      process.exit(1);
-    }, shutdownTimeoutMs).unref();
-    starting
-      .then((service) => service.close())
-      .then(
-        () => {
-          logger.info('stopped');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
+  exitOnSignals(starting, logger);
   await starting;
 }
 
 async function main(argv: string[]): Promise<number> {
-  if (argv.length === 0 || argv[0] === '--help' || argv[0] === 'help') {
-    console.log(overview());
-    return argv.length === 0 ? 2 : 0;
-  }
-  const found = findCommand(argv);
-  if (found === null) {
-    console.error(`unknown command: ${argv.join(' ')}\n\n${overview()}`);
-    return 2;
-  }
-  const { command } = found;
-  let values: Record<string, string | boolean | undefined>;
-  let positionals: string[];
-  try {
-    const parsed = parseArgs({
-      args: found.rest,
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    values = parsed.values;
-    positionals = parsed.positionals;
-    if (values['help'] === true) {
-      console.log(`usage: npm run cli -- ${command.usage}\n\n${command.summary}`);
-      return 0;
-    }
-    if (positionals.length !== (command.positionals ?? 0)) {
-      throw new UsageError(`expected ${command.positionals ?? 0} argument(s), got ${positionals.length}`);
-    }
-  } catch (error) {
-    console.error(
-      `${error instanceof Error ? error.message : String(error)}\nusage: npm run cli -- ${command.usage}`,
-    );
-    return 2;
-  }
+  const parsed = parseCommandLine(commands, argv);
+  if ('exit' in parsed) return parsed.exit;
+  const { name, command, values, positionals } = parsed;
   let config;
   try {
     config = loadConfig(process.env);
   } catch (error) {
     if (error instanceof ConfigError) {
       console.error(error.message);
-      return 2;
+      return exitCode.usage;
     }
     throw error;
   }
   // Operator commands keep stdout for their answer and log to stderr.
-  const logger = createLogger(
-    found.name === 'serve' ? config.logLevel : 'warn',
-    found.name === 'serve' ? undefined : 2,
-  );
+  const logger = createLogger(name === 'serve' ? config.logLevel : 'warn', name === 'serve' ? undefined : 2);
   try {
     await command.run({ config, logger, print: (line) => console.log(line) }, values, positionals);
-    return found.name === 'serve' ? -1 : 0;
+    return name === 'serve' ? keepRunning : exitCode.ok;
   } catch (error) {
-    if (error instanceof UsageError) {
-      console.error(`${error.message}\nusage: npm run cli -- ${command.usage}`);
-      return 2;
-    }
-    if (error instanceof ConfigError || error instanceof SnapshotRefused || error instanceof SkipRefused) {
-      console.error(error.message);
-      return 2;
-    }
-    if (error instanceof PointerBroken) {
-      // The data directory needs the operator's hand; the message says what to do.
-      console.error(`${found.name} failed: ${error.message}`);
-      return 1;
-    }
-    logger.fatal({ err: error }, `${found.name} failed`);
-    console.error(`${found.name} failed: ${error instanceof Error ? error.message : String(error)}`);
-    return 1;
+    return failureExit(error, name, command, logger);
   }
 }
 
@@ -300,6 +190,6 @@ main(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     console.error(error);
-    process.exit(1);
+    process.exit(exitCode.failed);
   },
 );

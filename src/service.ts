@@ -1,11 +1,11 @@
 /**
- * The running service, put together: the Kafka port, the read-model lifecycle (supervised
- * projectors in worker threads, candidates, switches) with the timers that drive its checks
- * (`lifecycle/timers.ts`), the public API and its request threads, and the admin listener. The one
- * place, with `main.ts`, that builds clients.
+ * The running service, put together and taken apart: the Kafka port (`topics-check.ts`), the
+ * read-model lifecycle (supervised projectors in worker threads, candidates, switches) with the
+ * timers that drive its checks (`lifecycle/timers.ts`), the public API and its request threads
+ * (`api-listen.ts`), and the admin listener. The one place, with `main.ts`, that builds clients.
  */
-import { createServer } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { listenApi } from './api-listen.js';
 import type { ServiceConfig } from './config.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './projector/projector-thread.js';
@@ -13,7 +13,6 @@ import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
 import { RequestThreads } from './http/threads/request-threads.js';
-import { kafkaPortOf } from './kafka/client.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './lifecycle/clock.js';
 import type { RunningProjector } from './projector/projector-handle.js';
@@ -29,6 +28,7 @@ import { ModelFiles } from './read-model/files.js';
 import type { ReadView } from './read-model/read-view.js';
 import { metricsText, requestThreadMetrics } from './request-metrics.js';
 import { takeServingLock, type ServingLock } from './read-model/serving-lock.js';
+import { connectedPort } from './topics-check.js';
 import type { Tracing } from './tracing/spans.js';
 import { startTracing } from './tracing/tracing.js';
 
@@ -47,29 +47,58 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-export class MissingTopicsError extends Error {
-  readonly code = 'TOPICS_MISSING';
+/** What the service holds open: each part is set once it is started, and closed by `closeHeld`. */
+interface Held {
+  servingLock: ServingLock;
+  kafka?: KafkaPort;
+  tracing?: Tracing | undefined;
+  threads?: RequestThreads;
+  lifecycle?: ReadModelLifecycle;
+  app?: FastifyInstance;
+  admin?: FastifyInstance;
+  timers?: { stop(): void };
+}
+
+/**
+ * Closes what is held, in this one order, on a failed start as on close: the requests first (the
+ * API stops accepting and answers those in flight), then the projectors and their models, the
+ * broker, the tracing, and last the serving lock.
+ */
+async function closeHeld(held: Held): Promise<void> {
+  held.timers?.stop();
+  await held.app?.close();
+  await held.threads?.stop();
+  await held.admin?.close();
+  await held.lifecycle?.stop();
+  await held.kafka?.close();
+  // after the projectors: their last batches' spans are among those exported
+  await held.tracing?.shutdown();
+  held.servingLock.release();
 }
 
 export async function startService(config: ServiceConfig, logger: Logger): Promise<RunningService> {
   const files = new ModelFiles(config.dataDir);
-  const servingLock = takeServingLock(config.dataDir);
+  const held: Held = { servingLock: takeServingLock(config.dataDir) };
   try {
-    return await startServing(config, logger, files, servingLock);
+    return await startServing(config, logger, files, held);
   } catch (error) {
-    servingLock.release();
+    // The lock is released even when a part fails to close: it must not outlive a failed start.
+    await closeHeld(held).finally(() => held.servingLock.release());
     throw error;
   }
 }
 
+/** Starts each part, setting it in `held` as soon as it runs, so that a failed start closes it. */
 async function startServing(
   config: ServiceConfig,
   logger: Logger,
   files: ModelFiles,
-  servingLock: ServingLock,
+  held: Held,
 ): Promise<RunningService> {
   const kafka = await connectedPort(config, logger);
+  held.kafka = kafka;
   const tracing = (await startTracing(config.tracing, logger)) ?? undefined;
+  held.tracing = tracing;
   // Counted by the API, read by projectors that give way to requests (candidates catching up).
   const requests = newRequestCounter();
   const metrics: ServiceMetrics = new ServiceMetrics((): string => running.servedFile());
@@ -86,6 +115,7 @@ async function startServing(
           view: (): ReadView => running.readView(),
         })
       : null;
+  if (threads !== null) held.threads = threads;
   const running: ReadModelLifecycle = lifecycleOf(config, logger, files, kafka, {
     requests,
     tracing,
@@ -93,6 +123,7 @@ async function startServing(
     views: threads,
   });
   running.start();
+  held.lifecycle = running;
 
   const app = await buildApp({
     readerOf: () => running.reads,
@@ -104,6 +135,7 @@ async function startServing(
     tracing,
     readPositionWaitMs: config.http.readPositionWaitMs,
   });
+  held.app = app;
   const admin = await buildAdminApp({
     health: () => running.health(),
     metrics: async () =>
@@ -113,20 +145,12 @@ async function startServing(
       ]),
     logger,
   });
-  try {
-    await listen(app, config, threads);
-    await admin.listen({ host: config.admin.host, port: config.admin.port });
-  } catch (error) {
-    await threads?.stop();
-    await app.close();
-    await running.stop();
-    await kafka.close();
-    await tracing?.shutdown();
-    throw error;
-  }
+  held.admin = admin;
+  await listenApi(app, config, threads);
+  await admin.listen({ host: config.admin.host, port: config.admin.port });
   if (threads !== null) requestThreadMetrics(metrics.registry, threads);
 
-  const timers = driveLifecycle(running, { lagCheckIntervalMs: config.health.lagCheckIntervalMs, logger });
+  held.timers = driveLifecycle(running, { lagCheckIntervalMs: config.health.lagCheckIntervalMs, logger });
 
   logger.info(
     {
@@ -145,17 +169,7 @@ async function startServing(
     health: () => running.health(),
     projector: () => running.servedProjector(),
     requestThreads: threads,
-    close: async () => {
-      timers.stop();
-      await app.close();
-      await threads?.stop();
-      await admin.close();
-      await running.stop();
-      await kafka.close();
-      // after the projectors: their last batches' spans are among those exported
-      await tracing?.shutdown();
-      servingLock.release();
-    },
+    close: () => closeHeld(held),
   };
 }
 
@@ -187,71 +201,4 @@ function lifecycleOf(
     events: parts.events,
     ...(views === null ? {} : { views }),
   });
-}
-
-/** Binds the port without SO_REUSEPORT and lets it go: EADDRINUSE if any process listens on it. */
-async function assertPortFree(host: string, port: number): Promise<void> {
-  const probe = createServer();
-  await new Promise<void>((resolve, reject) => {
-    probe.once('error', reject);
-    probe.listen({ host, port, exclusive: true }, resolve);
-  });
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-}
-
-function listeningPort(app: FastifyInstance): number {
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('the API listens on no TCP port');
-  return address.port;
-}
-
-/** The Kafka port, once the topics are known to exist (or the broker did not answer). */
-async function connectedPort(config: ServiceConfig, logger: Logger): Promise<KafkaPort> {
-  const kafka = kafkaPortOf(config, logger);
-  try {
-    await assertTopicsExist(kafka, Object.values(config.topics));
-  } catch (error) {
-    if (error instanceof MissingTopicsError) {
-      await kafka.close();
-      throw error;
-    }
-    // An unreachable broker is no reason to refuse to serve the model on disk: the supervisor keeps
-    // trying to start the projector, and /readyz says why it is down.
-    logger.warn({ err: error }, 'the broker did not answer at start-up; serving the model on disk meanwhile');
-  }
-  return kafka;
-}
-
-/** The API on HTTP_PORT: the main thread, then the request threads on the port it got. */
-async function listen(
-  app: FastifyInstance,
-  config: ServiceConfig,
-  threads: RequestThreads | null,
-): Promise<void> {
-  // With SO_REUSEPORT another process listening the same way would silently share the port and
-  // half the connections: the port must be free first.
-  if (threads !== null && config.http.port !== 0) await assertPortFree(config.http.host, config.http.port);
-  // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
-  await app.listen({ host: config.http.host, port: config.http.port, reusePort: threads !== null } as {
-    host: string;
-    port: number;
-  });
-  if (threads === null) return;
-  try {
-    await threads.start(listeningPort(app));
-  } catch (error) {
-    await threads.stop();
-    await app.close();
-    throw error;
-  }
-}
-
-async function assertTopicsExist(kafka: KafkaPort, topics: readonly string[]): Promise<void> {
-  const existing = new Set(await kafka.listTopics());
-  const missing = topics.filter((topic) => !existing.has(topic));
-  if (missing.length > 0) {
-    throw new MissingTopicsError(
-      `Topics missing on the broker: ${missing.join(', ')}. Create them (npm run cli -- topics create) or set TOPIC_* to the names in use.`,
-    );
-  }
 }

@@ -2,12 +2,13 @@
  * Rebuild by replay: consume every topic from its earliest offset up to the end offsets read at the
  * start, into a NEW generation file. The served model is not touched; the caller proposes the result
  * (`ModelFiles.proposeNext`), and a running service serves it once it has caught up with the served
- * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once.
+ * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once. How far
+ * it has come is reckoned in `rebuild-progress.ts`.
  */
 import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
 import { joinPartSql } from '../../projections/orders/sql.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
-import { type Consumption, type KafkaPort, offsetKey } from '../kafka/port.js';
+import type { Consumption, KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { openBuildFile, type ReadModelDatabase } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
@@ -15,14 +16,13 @@ import { ReadModelWriter } from '../read-model/writer.js';
 import { newGiveWayFlag, newRequestCounter } from '../shared-flags.js';
 import { runProjection } from './projector.js';
 import { startProjectorThread, type ProjectorThread } from './projector-thread.js';
-
-export interface RebuildProgress {
-  /** messages applied or dead-lettered so far, up to the targets */
-  done: number;
-  /** messages between the log start and the end offsets read at the start */
-  total: number;
-  deadLetters: number;
-}
+import {
+  progressOf,
+  reachedTargets,
+  type RebuildProgress,
+  type ReplayPositions,
+  type Target,
+} from './rebuild-progress.js';
 
 export interface RebuildResult extends RebuildProgress {
   file: string;
@@ -65,47 +65,11 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
   }
 }
 
-/** A partition's log from where it starts to where it ended when the rebuild started. */
-interface Target {
-  topic: string;
-  partition: number;
-  low: number;
-  high: number;
-}
-
 /** What the consumers of a replay share: where each partition stands, and the articles' thread. */
-interface ReplayState {
+interface ReplayState extends ReplayPositions {
   options: RebuildOptions;
-  targets: Target[];
-  writer: ReadModelWriter;
   /** the articles' own file, when they are built in a thread of their own */
   part: string | null;
-  thread: ProjectorThread | null;
-  deadLetters: number;
-}
-
-function storedOffset(state: ReplayState, topic: string, partition: number): number | undefined {
-  return topic === state.options.topics.articles && state.thread !== null
-    ? state.thread.positions().get(offsetKey(topic, partition))
-    : state.writer.storedOffset(topic, partition);
-}
-
-function progressOf(state: ReplayState): RebuildProgress {
-  return {
-    total: state.targets.reduce((sum, t) => sum + (t.high - t.low), 0),
-    deadLetters: state.deadLetters,
-    done: state.targets.reduce((sum, t) => {
-      const stored = storedOffset(state, t.topic, t.partition) ?? t.low;
-      return sum + Math.max(0, Math.min(stored, t.high) - t.low);
-    }, 0),
-  };
-}
-
-/** Whether the partitions (of the articles, or of every other topic, if `articles` is given) are caught up. */
-function reachedTargets(state: ReplayState, articles?: boolean): boolean {
-  return state.targets
-    .filter((t) => articles === undefined || (t.topic === state.options.topics.articles) === articles)
-    .every((t) => t.high <= t.low || (storedOffset(state, t.topic, t.partition) ?? t.low) >= t.high);
 }
 
 async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'removedAbandoned'>> {
@@ -130,6 +94,7 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
   const state: ReplayState = {
     options,
     targets,
+    articlesTopic: options.topics.articles,
     writer: new ReadModelWriter(db, roleOfTopic(options.topics)),
     part: split ? options.files.newBuildingFile() : null,
     thread: null,

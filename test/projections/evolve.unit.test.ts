@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
+import { applyApiKeyIssued, applyApiKeyRevoked } from '../../projections/orders/api-key-events.js';
 import {
-  applyApiKeyIssued,
-  applyApiKeyRevoked,
   applyArticlePublished,
   applyArticleRemoved,
+  websiteDomainOf,
+} from '../../projections/orders/article-events.js';
+import {
   applyOrderCreated,
   applyOrderDeleted,
   applyOrderStatusChanged,
   applyOrderUpdated,
-  websiteDomainOf,
-} from '../../projections/orders/evolve.js';
+} from '../../projections/orders/order-events.js';
 import type { OrderRow } from '../../projections/orders/rows.js';
 import {
   apiKeyIssued,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyOrder } from '../../projections/orders/evolve.js';
+import { emptyOrder } from '../../projections/orders/order-events.js';
 import { counterChanges, DAY_MS, organizationsShowing } from '../../projections/orders/listing.js';
 import { pageStart } from '../../projections/orders/paging.js';
 import type { OrderRow } from '../../projections/orders/rows.js';
