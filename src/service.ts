@@ -62,18 +62,30 @@ interface Held {
 /**
  * Closes what is held, in this one order, on a failed start as on close: the requests first (the
  * API stops accepting and answers those in flight), then the projectors and their models, the
- * broker, the tracing, and last the serving lock.
+ * broker, the tracing, and last the serving lock. A part that fails to close does not keep the
+ * parts after it open: every step runs, and the first failure is thrown at the end.
  */
 async function closeHeld(held: Held): Promise<void> {
-  held.timers?.stop();
-  await held.app?.close();
-  await held.threads?.stop();
-  await held.admin?.close();
-  await held.lifecycle?.stop();
-  await held.kafka?.close();
-  // after the projectors: their last batches' spans are among those exported
-  await held.tracing?.shutdown();
-  held.servingLock.release();
+  const steps: (() => unknown)[] = [
+    () => held.timers?.stop(),
+    () => held.app?.close(),
+    () => held.threads?.stop(),
+    () => held.admin?.close(),
+    () => held.lifecycle?.stop(),
+    () => held.kafka?.close(),
+    // after the projectors: their last batches' spans are among those exported
+    () => held.tracing?.shutdown(),
+    () => held.servingLock.release(),
+  ];
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  if (failures.length > 0) throw failures[0];
 }
 
 export async function startService(config: ServiceConfig, logger: Logger): Promise<RunningService> {
@@ -82,8 +94,10 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   try {
     return await startServing(config, logger, files, held);
   } catch (error) {
-    // The lock is released even when a part fails to close: it must not outlive a failed start.
-    await closeHeld(held).finally(() => held.servingLock.release());
+    // the start's own failure is the one to report; closing runs every step whatever fails
+    await closeHeld(held).catch((closing: unknown) =>
+      logger.error({ err: closing }, 'closing what a failed start had opened failed'),
+    );
     throw error;
   }
 }
