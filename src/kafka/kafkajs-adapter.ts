@@ -3,6 +3,7 @@
  * maintained client can replace it here without touching the rest of the service.
  */
 import kafkajs, { Kafka, logLevel, Partitioners, type Admin, type Producer, type logCreator } from 'kafkajs';
+import { backoffDelay, type Backoff } from '../backoff.js';
 import type { Logger } from '../logger.js';
 import { kafkaCodecs, limitInflatedBatches, type CodecName } from './codecs.js';
 import type { ConsumeOptions, Consumption, KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
@@ -64,7 +65,7 @@ async function boundedGoodbye(done: Promise<void>, ms: number, logger: Logger, w
 }
 
 /** Delays before fetching an unreadable partition again: doubling from 1 s, at most 10 s. */
-const unreadableRetry = { initialMs: 1000, maxMs: 10_000 };
+const unreadableRetry = { initialMs: 1000, maxMs: 10_000 } satisfies Backoff;
 
 export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
   if (options.maxInflatedBatchBytes !== undefined) limitInflatedBatches(options.maxInflatedBatchBytes);
@@ -304,7 +305,7 @@ class UnreadablePartitions {
     const key = `${partition}:${topic}`;
     const attempt = this.attempts.get(key) ?? 0;
     this.attempts.set(key, attempt + 1);
-    const retryInMs = Math.min(unreadableRetry.maxMs, unreadableRetry.initialMs * 2 ** Math.min(attempt, 16));
+    const retryInMs = backoffDelay(unreadableRetry, attempt);
     const moveTo = this.consume.onUnreadable?.({
       topic,
       partition,

@@ -15,7 +15,8 @@ import type { RunningProjector, StartProjector } from '../projector/projector-ha
 import { offsetKey, type PartitionEnds, type Positions, type UnreadableBatch } from '../kafka/port.js';
 import type { Clock } from '../lifecycle/clock.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
-import { Supervisor, type Backoff, type RestartReason } from '../lifecycle/supervisor.js';
+import type { Backoff } from '../backoff.js';
+import { Supervisor, type RestartReason } from '../lifecycle/supervisor.js';
 import type { Logger } from '../logger.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
 import { removeModelFile } from '../read-model/database.js';

@@ -8,6 +8,7 @@
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { AggregatorRegistry } from 'prom-client';
+import { backoffDelay, type Backoff } from '../../backoff.js';
 import type { ServiceConfig } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import type { ReadView, ViewSink } from '../../read-model/read-view.js';
@@ -26,7 +27,7 @@ const stopTimeoutMs = 5000;
 /** How long a scrape waits for a thread's metrics. */
 const metricsTimeoutMs = 2000;
 /** Delays before starting a thread that died again: doubling from 1 s, at most 10 s. */
-const restart = { initialMs: 1000, maxMs: 10_000 };
+const restart = { initialMs: 1000, maxMs: 10_000 } satisfies Backoff;
 
 interface RequestThread {
   index: number;
@@ -243,7 +244,7 @@ export class RequestThreads implements ViewSink {
 
   private restartLater(index: number, code: number): void {
     const failures = this.failures.get(index) ?? 0;
-    const delay = Math.min(restart.maxMs, restart.initialMs * 2 ** Math.min(failures, 10));
+    const delay = backoffDelay(restart, failures);
     this.failures.set(index, failures + 1);
     this.options.logger.error(
       { thread: index, exitCode: code, restartInMs: delay },
