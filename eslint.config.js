@@ -45,8 +45,9 @@ export default tseslint.config(
   // Dependencies point one way (README, "Layout"): schemas <- projections <- src <- tools <- test, bench
   // (test/ may import bench/: its smoke test runs the benchmarks in miniature), and inside src/ as
   // well: kafka <- read-model <- projector <- lifecycle <- service; http reads the model and the
-  // lifecycle's health, never a projector or the broker. kafkajs is imported by its adapter only,
-  // better-sqlite3 by the read-model store only, and a projection touches no Node.js API.
+  // lifecycle's health, never a projector or the broker. kafkajs is imported by its adapter only
+  // (kafka/kafkajs-*.ts), better-sqlite3 by the read-model store only, and a projection touches no
+  // Node.js API.
   ...boundaryRules([
     {
       files: ['schemas/**/*.ts'],
@@ -73,7 +74,7 @@ export default tseslint.config(
       extra: otelLoadedLazily,
     },
     {
-      files: ['src/kafka/kafkajs-adapter.ts'],
+      files: ['src/kafka/kafkajs-*.ts'],
       folders: [...srcOutside, 'read-model', 'projector', 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['better-sqlite3'],
       extra: otelLoadedLazily,

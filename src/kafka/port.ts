@@ -1,7 +1,8 @@
 /**
  * The Kafka port: everything the service needs from Kafka, in the service's own terms. One adapter
- * (`kafkajs-adapter.ts`) implements it with the client library; `test/helpers/memory-kafka.ts`
- * implements it in memory for fast tests of the projector and the lifecycle above it.
+ * (`kafkajs-adapter.ts` and its `kafkajs-*.ts` parts) implements it with the client library;
+ * `test/helpers/memory-kafka.ts` implements it in memory for fast tests of the projector and the
+ * lifecycle above it.
  */
 
 /** One message as the broker stored it; `value` null is a tombstone. */

@@ -2,7 +2,8 @@
 import type { TopicRole } from '../../schemas/events.js';
 import type { StartProjector } from '../projector/projector-handle.js';
 import type { Clock } from '../lifecycle/clock.js';
-import type { Backoff, RestartReason } from '../lifecycle/supervisor.js';
+import type { Backoff } from '../backoff.js';
+import type { RestartReason } from '../lifecycle/supervisor.js';
 import type { Logger } from '../logger.js';
 import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';

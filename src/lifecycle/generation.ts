@@ -15,7 +15,8 @@ import { newCacheEpochs } from '../read-model/reader-caches.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { givesWay, newGiveWayFlag, setGiveWay } from '../shared-flags.js';
 import type { Clock } from './clock.js';
-import { Supervisor, type Backoff, type RestartReason, type SupervisorStatus } from './supervisor.js';
+import type { Backoff } from '../backoff.js';
+import { Supervisor, type RestartReason, type SupervisorStatus } from './supervisor.js';
 
 /** What a generation needs to run a projector, and whom it tells what the projector does. */
 export interface ProjectorDeps {

@@ -9,7 +9,8 @@ import type { BatchOutcome } from '../read-model/writer.js';
 import type { Clock } from './clock.js';
 import type { PartitionLag } from './readiness.js';
 import type { ServiceState } from './states.js';
-import type { Backoff, RestartReason } from './supervisor.js';
+import type { Backoff } from '../backoff.js';
+import type { RestartReason } from './supervisor.js';
 
 /** What the lifecycle reports as it goes; the service turns it into metrics. */
 export interface LifecycleEvents {

@@ -3,23 +3,14 @@
  * an exponential backoff, and every restart is reported (the service counts them in a metric).
  * Nothing stays stopped until an operator acts.
  */
+import { backoffDelay, type Backoff } from '../backoff.js';
 import type { Logger } from '../logger.js';
 import type { Clock } from './clock.js';
 import type { RunningProjector } from '../projector/projector-handle.js';
 
 export type RestartReason = 'start_failed' | 'failed' | 'stalled';
 
-export interface Backoff {
-  initialMs: number;
-  maxMs: number;
-}
-
 export const defaultBackoff = { initialMs: 500, maxMs: 30_000 } satisfies Backoff;
-
-/** The delay before attempt `n` (0-based) after a failure: doubling from `initialMs`, capped at `maxMs`. */
-export function backoffDelay(backoff: Backoff, attempt: number): number {
-  return Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 30));
-}
 
 export interface SupervisorStatus {
   running: boolean;

@@ -2,7 +2,7 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../src/lifecycle/clock.js';
 import type { RunningProjector } from '../../src/projector/projector-handle.js';
-import { backoffDelay, Supervisor, type RestartReason } from '../../src/lifecycle/supervisor.js';
+import { Supervisor, type RestartReason } from '../../src/lifecycle/supervisor.js';
 
 /** A clock whose sleeps are recorded and end when the test says so. */
 function manualClock(): Clock & { sleeps: number[]; wakeAll: () => void } {
@@ -42,15 +42,6 @@ function projector(
 }
 
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-describe('backoff', () => {
-  it('doubles from the initial delay and stops growing at the maximum', () => {
-    const backoff = { initialMs: 500, maxMs: 30_000 };
-    expect([0, 1, 2, 3, 6, 7, 100].map((n) => backoffDelay(backoff, n))).toEqual([
-      500, 1000, 2000, 4000, 30_000, 30_000, 30_000,
-    ]);
-  });
-});
 
 describe('the supervisor', () => {
   it('retries a start that keeps failing with growing delays, reporting each restart, until one succeeds', async () => {

@@ -4,16 +4,17 @@
  * restarted with backoff when one dies. A view is settled once every listening thread answers
  * from it (one still starting opens the newest view before its first answer); a thread that does
  * not within `settleTimeoutMs` is ended (and restarted), so that no thread ever answers from a file
- * the lifecycle has retired.
+ * the lifecycle has retired. Their request metrics are gathered by `thread-metrics.ts`.
  */
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { AggregatorRegistry } from 'prom-client';
+import { backoffDelay, type Backoff } from '../../backoff.js';
 import type { ServiceConfig } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import type { ReadView, ViewSink } from '../../read-model/read-view.js';
 import type { MetricsJson } from '../../request-metrics.js';
 import type { ViewAck, ViewMessage } from './view-follower.js';
 import type { FromRequestThread, RequestThreadData, ToRequestThread } from './messages.js';
+import { ThreadMetrics } from './thread-metrics.js';
 
 const threadUrl = import.meta.url.endsWith('.js')
   ? new URL('./request-thread.js', import.meta.url)
@@ -23,10 +24,8 @@ const threadUrl = import.meta.url.endsWith('.js')
 const settleTimeoutMs = 5000;
 /** How long a stop waits for a thread to finish its requests before ending it. */
 const stopTimeoutMs = 5000;
-/** How long a scrape waits for a thread's metrics. */
-const metricsTimeoutMs = 2000;
 /** Delays before starting a thread that died again: doubling from 1 s, at most 10 s. */
-const restart = { initialMs: 1000, maxMs: 10_000 };
+const restart = { initialMs: 1000, maxMs: 10_000 } satisfies Backoff;
 
 interface RequestThread {
   index: number;
@@ -58,7 +57,7 @@ export class RequestThreads implements ViewSink {
   /** restarts in a row of each thread, for its backoff; a thread that listens starts over */
   private readonly failures = new Map<number, number>();
   private stopping = false;
-  private lastMetricsId = 0;
+  private readonly metrics = new ThreadMetrics();
   /** threads started again after dying */
   restarts = 0;
 
@@ -115,44 +114,13 @@ export class RequestThreads implements ViewSink {
     clearInterval(timer);
   }
 
-  /**
-   * Every thread's request metrics. A thread that does not answer in time counts with its last
-   * answer, and one that has ended with its last answer too, so that no sum ever goes down (a
-   * counter that falls is a reset to Prometheus); the requests it answered after that are lost.
-   */
-  async snapshots(): Promise<MetricsJson[]> {
-    const answers = [...this.threads.values()].map(
-      (thread) =>
-        new Promise<MetricsJson | null>((resolve) => {
-          const id = ++this.lastMetricsId;
-          const timer = setTimeout(() => done(null), metricsTimeoutMs);
-          const onMessage = (message: FromRequestThread): void => {
-            if (message.type === 'metrics' && message.id === id) done(message.metrics);
-          };
-          const done = (metrics: MetricsJson | null): void => {
-            clearTimeout(timer);
-            thread.worker.off('message', onMessage);
-            if (metrics !== null) thread.lastMetrics = metrics;
-            // a thread that ended meanwhile counts among the ended ones already
-            resolve(this.threads.get(thread.index) === thread ? thread.lastMetrics : null);
-          };
-          thread.worker.on('message', onMessage);
-          thread.worker.postMessage({ type: 'metrics', id } satisfies ToRequestThread);
-        }),
+  /** Every thread's request metrics (`ThreadMetrics`). */
+  snapshots(): Promise<MetricsJson[]> {
+    return this.metrics.snapshots(
+      [...this.threads.values()],
+      (thread) => this.threads.get(thread.index) === thread,
     );
-    const live = (await Promise.all(answers)).filter((metrics) => metrics !== null);
-    if (this.ended.length > 1) {
-      // folded into one, so that a thread restarted again and again does not grow the list
-      const folded = (await AggregatorRegistry.aggregate(
-        this.ended.splice(0),
-      ).getMetricsAsJSON()) as MetricsJson;
-      this.ended.unshift(folded);
-    }
-    return [...this.ended, ...live];
   }
-
-  /** the last metrics of threads that have ended, kept in the sums */
-  private readonly ended: MetricsJson[] = [];
 
   /** Ends a thread as a crash would (fault tests). */
   async terminate(index: number): Promise<void> {
@@ -232,7 +200,7 @@ export class RequestThreads implements ViewSink {
       worker.on('exit', (code) => {
         channel.port1.close();
         this.threads.delete(index);
-        if (thread.lastMetrics !== null) this.ended.push(thread.lastMetrics);
+        this.metrics.ended(thread);
         for (const check of [...this.waiting]) check();
         reject(new Error(`request thread ${index} exited with code ${code} while starting`));
         if (this.stopping) return;
@@ -243,7 +211,7 @@ export class RequestThreads implements ViewSink {
 
   private restartLater(index: number, code: number): void {
     const failures = this.failures.get(index) ?? 0;
-    const delay = Math.min(restart.maxMs, restart.initialMs * 2 ** Math.min(failures, 10));
+    const delay = backoffDelay(restart, failures);
     this.failures.set(index, failures + 1);
     this.options.logger.error(
       { thread: index, exitCode: code, restartInMs: delay },
