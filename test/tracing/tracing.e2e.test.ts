@@ -165,7 +165,7 @@ describe('tracing of the service as a process', () => {
     ).toBeGreaterThan(0);
   });
 
-  it('loads no OpenTelemetry module and exports nothing with nothing set, or with OTEL_SDK_DISABLED=true', async () => {
+  it('loads no OpenTelemetry SDK module and exports nothing with nothing set, or with OTEL_SDK_DISABLED=true', async () => {
     const before = receiver.spans.length;
     for (const [name, env] of Object.entries({
       unset: {},
