@@ -111,13 +111,22 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
     },
     close: async () => {
-      const clients = await Promise.allSettled([admin, producer].filter((c) => c !== null));
+      const clients = [admin, producer].filter((c) => c !== null);
       admin = null;
       producer = null;
-      for (const client of clients) {
-        if (client.status === 'fulfilled')
-          await boundedGoodbye(client.value.disconnect(), goodbyeTimeoutMs, options.logger, 'disconnecting');
-      }
+      // A client still connecting (a lag check while the broker is frozen) is bounded like the
+      // goodbye: waiting for its connection first would hold the shutdown for kafkajs's retries.
+      // It is disconnected whenever its connection settles.
+      await Promise.all(
+        clients.map((client) =>
+          boundedGoodbye(
+            client.then((connected) => connected.disconnect()),
+            goodbyeTimeoutMs,
+            options.logger,
+            'disconnecting',
+          ),
+        ),
+      );
     },
   };
 }
