@@ -188,8 +188,7 @@ export class KeysStore {
     const running = this.supervisor?.running() ?? null;
     if (running === null || this.startedAt === null) return;
     // an empty keys topic brings no batch: the successor has reached its predecessor all the same
-    const predecessor = this.predecessor;
-    if (predecessor !== null && hasReachedAll(running.positions(), predecessor.positions)) this.succeed();
+    this.succeedOnceReached(running.positions());
     const since = Math.max(this.fetchedAt ?? 0, this.startedAt);
     if (this.options.clock.now() - since > this.options.stallMs) {
       this.options.logger.warn(
@@ -205,14 +204,13 @@ export class KeysStore {
     this.fetchedAt = this.options.clock.now();
     this.unreadable.delete(offsetKey(topic, partition));
     this.options.batchApplied?.(outcome);
-    const predecessor = this.predecessor;
-    if (predecessor !== null && hasReachedAll(this.positions(), predecessor.positions)) this.succeed();
+    this.succeedOnceReached(this.positions());
   }
 
-  /** The successor has reached its predecessor on every partition: it answers alone from now on. */
-  private succeed(): void {
+  /** Once the successor has reached its predecessor on every partition, it answers alone. */
+  private succeedOnceReached(positions: Positions): void {
     const predecessor = this.predecessor;
-    if (predecessor === null) return;
+    if (predecessor === null || !hasReachedAll(positions, predecessor.positions)) return;
     this.predecessor = null;
     const previous = this.lookup_;
     this.ref_ = this.newRef();

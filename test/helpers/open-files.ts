@@ -1,15 +1,18 @@
-import { readdirSync, readlinkSync, realpathSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, realpathSync } from 'node:fs';
 
 /**
- * How many descriptors this process holds open on `file` (Linux: `/proc/self/fd`): a connection a
- * function opened and left open shows here, though nothing else in one process observes it.
+ * How many descriptors this process holds open on `file`, removed or not (Linux: `/proc/self/fd`):
+ * a connection a function opened and left open shows here, though nothing else in one process
+ * observes it. SQLite keeps a closed connection's descriptor while another connection of the
+ * process has the file open: count with no other connection open.
  */
 export function descriptorsOn(file: string): number {
-  const target = realpathSync(file);
+  const target = existsSync(file) ? realpathSync(file) : file;
   let count = 0;
   for (const fd of readdirSync('/proc/self/fd')) {
     try {
-      if (readlinkSync(`/proc/self/fd/${fd}`) === target) count += 1;
+      const link = readlinkSync(`/proc/self/fd/${fd}`);
+      if (link === target || link === `${target} (deleted)`) count += 1;
     } catch {
       // closed while the directory was read (readdirSync's own descriptor)
     }
