@@ -48,7 +48,6 @@ export interface KeysStoreOptions {
 
 /** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
 const keysFetchMaxWaitMs = 500;
-const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
 /** A start of the keys consumer still under way after this long is given up and tried again. */
 const keysStartTimeoutMs = 30_000;
 let lastRefId = 0;
@@ -92,6 +91,8 @@ export class KeysStore {
   start(): void {
     if (this.supervisor !== null) return;
     const { clock, logger, stallMs } = this.options;
+    // here, not at module level: a module-level constant is evaluated once, and its mutants never (docs/mutation.md)
+    const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
     this.supervisor = new Supervisor({
       name: 'keys',
       clock,

@@ -336,6 +336,20 @@ describe('the keys store over a driven projector', () => {
     expect(store.positions()).toEqual(new Map());
   });
 
+  it('leaves the restart of a failed consumer to its backoff', async () => {
+    const { store, clock, started, restarts, logs } = drivenStore(dataDir(), {
+      stallMs: 200,
+      backoff: { initialMs: 60_000, maxMs: 60_000 },
+    });
+    store.start();
+    (await running(started)).fail(new Error('gone'));
+    await waitUntil('the failure is seen', () => restarts.length === 1, 10_000, 5);
+    clock.at += 10_000;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(restarts).toEqual(['failed']);
+    expect(logs).not.toContain('the keys consumer has not fetched for too long; starting a new one');
+  });
+
   it('names the cause of a failed consumer among its reasons, and waits its backoff before the next start', async () => {
     const { store, clock, started } = drivenStore(dataDir(), { stallMs: 60_000 });
     store.start();
