@@ -8,7 +8,7 @@ export const unitTests = {
   setupFiles: ['test/helpers/no-process-warnings.ts'],
   // Property tests and spawned processes take seconds on a loaded 2-core machine: a bound
   // on time here only measures the machine (figures belong in bench/).
-  testTimeout: 30_000,
+  testTimeout: 60_000,
 };
 
 export default defineConfig({

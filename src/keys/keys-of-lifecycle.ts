@@ -9,6 +9,7 @@ const defaultKeysStallMs = 3000;
 /** The keys store of a lifecycle's data directory, with its consumer, restarts and metrics. */
 export function keysStoreOf(options: LifecycleOptions, changed: () => void): KeysStore {
   const events = options.events;
+  const restarted = events?.restarted;
   return new KeysStore({
     dataDir: options.files.dir,
     topics: options.topics,
@@ -21,9 +22,7 @@ export function keysStoreOf(options: LifecycleOptions, changed: () => void): Key
     ...(options.keysBackoff === undefined ? {} : { backoff: options.keysBackoff }),
     changed,
     views: options.views,
-    ...(events?.restarted === undefined
-      ? {}
-      : { restarted: (reason: RestartReason) => events.restarted?.('keys', reason) }),
+    ...(restarted === undefined ? {} : { restarted: (reason: RestartReason) => restarted('keys', reason) }),
     ...(events?.batchApplied === undefined ? {} : { batchApplied: events.batchApplied }),
   });
 }

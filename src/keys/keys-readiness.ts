@@ -32,9 +32,10 @@ export function keysReadiness(input: KeysReadinessInput): string[] {
       `the keys consumer has not fetched for ${seconds(input.now - input.lastReadAt)}${cause}; revocations since are not seen`,
     );
   }
+  // null exactly when the lag is not measured yet
   const lag = totalLag(input.lag);
-  if (input.lag === null) reasons.push('keys lag not measured yet');
-  else if (lag !== null && lag > input.readyMaxLag) {
+  if (lag === null) reasons.push('keys lag not measured yet');
+  else if (lag > input.readyMaxLag) {
     reasons.push(`keys lag ${lag} exceeds ${input.readyMaxLag}`);
   }
   for (const batch of input.unreadable) {

@@ -80,6 +80,7 @@ export class KeysStore {
   start(): void {
     if (this.supervisor !== null) return;
     const { clock, logger, stallMs } = this.options;
+    // here, not at module level: a module-level constant is evaluated once, and its mutants never (docs/mutation.md)
     this.supervisor = new Supervisor({
       name: 'keys',
       clock,
@@ -178,8 +179,7 @@ export class KeysStore {
     const running = this.supervisor?.running() ?? null;
     if (running === null || this.startedAt === null) return;
     // an empty keys topic brings no batch: the successor has reached its predecessor all the same
-    const predecessor = this.predecessor;
-    if (predecessor !== null && hasReachedAll(running.positions(), predecessor.positions)) this.succeed();
+    this.succeedOnceReached(running.positions());
     const since = Math.max(this.fetchedAt ?? 0, this.startedAt);
     if (this.options.clock.now() - since > keysPatienceMs(this.options.stallMs, this.stalls)) {
       this.options.logger.warn(
@@ -196,14 +196,13 @@ export class KeysStore {
     this.fetchedAt = this.options.clock.now();
     this.unreadable.delete(offsetKey(topic, partition));
     this.options.batchApplied?.(outcome);
-    const predecessor = this.predecessor;
-    if (predecessor !== null && hasReachedAll(this.positions(), predecessor.positions)) this.succeed();
+    this.succeedOnceReached(this.positions());
   }
 
-  /** The successor has reached its predecessor on every partition: it answers alone from now on. */
-  private succeed(): void {
+  /** Once the successor has reached its predecessor on every partition, it answers alone. */
+  private succeedOnceReached(positions: Positions): void {
     const predecessor = this.predecessor;
-    if (predecessor === null) return;
+    if (predecessor === null || !hasReachedAll(positions, predecessor.positions)) return;
     this.predecessor = null;
     const previous = this.lookup_;
     this.ref_ = this.newRef();

@@ -58,33 +58,33 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
     ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }),
     onUnreadable: (batch) => {
       const skip = skipOf(recordedSkips(options), batch);
-      const next = skip === undefined ? null : writer.skipByOperator(skip);
-      if (skip !== undefined && next !== null) {
-        logger.warn(
-          { ...batch, next, by: skip.by, reason: skip.reason },
-          'moving past a record batch an operator skipped',
-        );
-        const at = performance.timeOrigin + performance.now();
-        options.onBatch?.({
-          topic: batch.topic,
-          partition: batch.partition,
-          messages: 0,
-          startedAt: at,
-          endedAt: at,
-          outcome: {
-            applied: 0,
-            unchanged: 0,
-            deadLettered: 1,
-            skipped: 0,
-            appliedByType: {},
-            deadLettersByReason: { skipped_by_operator: 1 },
-            nextOffset: next,
-            durationMs: 0,
-          },
-        });
-        return next;
-      }
       if (skip !== undefined) {
+        const next = writer.skipByOperator(skip);
+        if (next !== null) {
+          logger.warn(
+            { ...batch, next, by: skip.by, reason: skip.reason },
+            'moving past a record batch an operator skipped',
+          );
+          const at = performance.timeOrigin + performance.now();
+          options.onBatch?.({
+            topic: batch.topic,
+            partition: batch.partition,
+            messages: 0,
+            startedAt: at,
+            endedAt: at,
+            outcome: {
+              applied: 0,
+              unchanged: 0,
+              deadLettered: 1,
+              skipped: 0,
+              appliedByType: {},
+              deadLettersByReason: { skipped_by_operator: 1 },
+              nextOffset: next,
+              durationMs: 0,
+            },
+          });
+          return next;
+        }
         // The consumer stopped where the skip's batch begins, and the model says it is elsewhere:
         // moving it would skip offsets nobody skipped.
         logger.error(
@@ -141,9 +141,11 @@ export function runProjection(options: ProjectionOptions): Promise<Consumption> 
 /** The skips operators have recorded; an unreadable record of them is logged and counts as none. */
 function recordedSkips(options: ProjectionOptions): readonly OperatorSkip[] {
   try {
+    // Stryker disable next-line ArrayDeclaration: equivalent: skipOf finds no skip in a list of a string, as in an empty one
     return options.operatorSkips?.() ?? [];
   } catch (error) {
     options.logger.error({ err: error }, 'the batches operators skipped cannot be read');
+    // Stryker disable next-line ArrayDeclaration: equivalent: skipOf finds no skip in a list of a string, as in an empty one
     return [];
   }
 }

@@ -15,6 +15,7 @@ import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import type { OperatorSkip } from '../../src/read-model/operator-skips.js';
 import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { descriptorsOn } from '../helpers/open-files.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -107,6 +108,17 @@ describe('skip-batch', () => {
       `The proposed model (NEXT, ${proposed}) is at offset 10, before the batch: it reads offsets 10–19 first, then moves past the batch.`,
     ]);
     expect(skipBatchLines(report, 'REC')).toHaveLength(4);
+  });
+
+  it('leaves no connection open on the models it looked at, or on the record', () => {
+    const ctx = context();
+    const served = model(ctx.files, 20);
+    const proposed = model(ctx.files, 10);
+    ctx.files.promote(served);
+    ctx.files.proposeNext(proposed);
+    skipBatch(ctx, input(), when);
+    const record = join(ctx.dataDir, 'operator-skips.sqlite');
+    expect([served, proposed, record].map(descriptorsOn)).toEqual([0, 0, 0]);
   });
 
   it('records the batch when no model is at it, saying where each one is', () => {

@@ -1,10 +1,13 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/http/bearer-key.js';
-import { KeyLookup } from '../../src/keys/key-lookup.js';
+import { apiReadsOfOneFile, KeyLookup } from '../../src/keys/key-lookup.js';
 import { newCommitCounter, type CommitCounter } from '../../src/read-model/commit-counter.js';
 import { openReadModel } from '../../src/read-model/database.js';
-import { apiKeyIssued, apiKeyRevoked, at } from '../helpers/events.js';
+import { ReadModelReader } from '../../src/read-model/reader.js';
+import { apiKeyIssued, apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
+import { descriptorsOn } from '../helpers/open-files.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -21,6 +24,7 @@ afterEach(() => {
 function storeFile(): {
   file: string;
   apply: ReturnType<typeof memoryReadModel>['apply'];
+  applyInBatches: ReturnType<typeof memoryReadModel>['applyInBatches'];
   db: ReturnType<typeof openReadModel>;
   commits: CommitCounter;
 } {
@@ -29,7 +33,7 @@ function storeFile(): {
   const commits = newCommitCounter();
   const model = memoryReadModel(openReadModel(file), commits);
   opened.push(model.db);
-  return { file, apply: model.apply, db: model.db, commits };
+  return { file, apply: model.apply, applyInBatches: model.applyInBatches, db: model.db, commits };
 }
 
 function lookup(
@@ -91,6 +95,104 @@ describe('a key lookup', () => {
     expect(Atomics.load(store.commits, 0) % 2).toBe(0);
     expect(reads.orgOfKeyHash(hash)).toBe(7);
   });
+
+  it('forgets every remembered key at a commit, not only the one looked up next', () => {
+    const store = storeFile();
+    const reads = lookup(store);
+    store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    store.apply(apiKeyIssued('k8', 8, newHash, { occurred_at: at(1) }));
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    expect(reads.orgOfKeyHash(newHash)).toBe(8);
+    store.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
+    expect(reads.orgOfKeyHash(newHash)).toBe(8);
+    expect(reads.orgOfKeyHash(hash)).toBeNull();
+  });
+
+  it('does not let unknown keys fill its memory: a known key stays remembered', () => {
+    const store = storeFile();
+    const reads = lookup(store);
+    store.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    for (let i = 0; i < 10_001; i += 1) expect(reads.orgOfKeyHash(sha256Hex(`random-${i}`))).toBeNull();
+    store.db.prepare('DELETE FROM api_keys').run();
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+  });
+
+  it('remembers up to 10 000 keys, and starts over past them', () => {
+    const store = storeFile();
+    const reads = lookup(store);
+    const hashes = Array.from({ length: 10_001 }, (_, i) => sha256Hex(`key-${i}`));
+    store.applyInBatches(
+      2000,
+      hashes.map((h, i) => apiKeyIssued(`k${i}`, 7, h, { occurred_at: at(1) })),
+    );
+    for (const h of hashes.slice(0, 10_000)) expect(reads.orgOfKeyHash(h)).toBe(7);
+    // behind the writer's back: only what is read from the file sees it
+    store.db.prepare(`DELETE FROM api_keys WHERE key_id != 'k10000'`).run();
+    expect(reads.orgOfKeyHash(hashes[0]!)).toBe(7);
+    expect(reads.orgOfKeyHash(hashes[9_999]!)).toBe(7);
+    // the 10 001st key: the memory starts over with it
+    expect(reads.orgOfKeyHash(hashes[10_000]!)).toBe(7);
+    expect(reads.orgOfKeyHash(hashes[0]!)).toBeNull();
+  });
+
+  it('opens the store read-only: a store that is not there is an error, not created', () => {
+    n += 1;
+    const file = join(root, `missing-${n}.sqlite`);
+    expect(() => KeyLookup.open({ id: n, file, predecessor: null, commits: newCommitCounter() })).toThrow();
+    expect(existsSync(file)).toBe(false);
+  });
+
+  it('closes its connections to the store and its predecessor', () => {
+    const predecessor = storeFile();
+    const store = storeFile();
+    // the writers closed: SQLite holds a closed connection's descriptor while another of the
+    // process has the file open
+    predecessor.db.close();
+    store.db.close();
+    const reads = KeyLookup.open({
+      id: n,
+      file: store.file,
+      predecessor: predecessor.file,
+      commits: store.commits,
+    });
+    expect(descriptorsOn(store.file)).toBeGreaterThan(0);
+    expect(descriptorsOn(predecessor.file)).toBeGreaterThan(0);
+    reads.close();
+    expect([descriptorsOn(store.file), descriptorsOn(predecessor.file)]).toEqual([0, 0]);
+  });
+
+  it('closes the store again when its predecessor cannot be opened', () => {
+    const store = storeFile();
+    store.db.close();
+    n += 1;
+    const missing = join(root, `missing-${n}.sqlite`);
+    expect(() =>
+      KeyLookup.open({ id: n, file: store.file, predecessor: missing, commits: store.commits }),
+    ).toThrow();
+    expect(descriptorsOn(store.file)).toBe(0);
+    expect(existsSync(missing)).toBe(false);
+  });
+});
+
+describe('a key lookup in one database', () => {
+  it('answers from it as it is at each lookup, remembering nothing', () => {
+    const model = memoryReadModel(openReadModel(':memory:'));
+    const reads = KeyLookup.of(model.db);
+    model.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    model.db.prepare('DELETE FROM api_keys').run();
+    expect(reads.orgOfKeyHash(hash)).toBeNull();
+  });
+
+  it("gives the API the orders and the keys of the database's one file", () => {
+    const model = memoryReadModel(openReadModel(':memory:'));
+    model.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    model.apply(orderCreated({ order_id: 1, organization_id: 7 }));
+    const reads = apiReadsOfOneFile(new ReadModelReader(model.db));
+    expect(reads.orgOfKeyHash(hash)).toBe(7);
+    expect(reads.orderPage({ orgId: 7, status: null, limit: 10, offset: 0 }).total).toBe(1);
+  });
 });
 
 describe('a key lookup while a successor store is built beside its predecessor', () => {
@@ -134,6 +236,22 @@ describe('a key lookup while a successor store is built beside its predecessor',
     const successor = storeFile();
     successor.apply(apiKeyRevoked('k7', { occurred_at: at(2) }));
     expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBe(7);
+  });
+
+  it('answers from a predecessor of an older projection version', () => {
+    const predecessor = storeFile();
+    predecessor.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
+    predecessor.db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
+    const successor = storeFile();
+    expect(lookup(successor, predecessor.file).orgOfKeyHash(hash)).toBe(7);
+  });
+
+  it('opens the predecessor read-only: one that is not there is an error, not created', () => {
+    const successor = storeFile();
+    n += 1;
+    const missing = join(root, `missing-${n}.sqlite`);
+    expect(() => lookup(successor, missing)).toThrow();
+    expect(existsSync(missing)).toBe(false);
   });
 
   it('answers an equal fact held by both', () => {

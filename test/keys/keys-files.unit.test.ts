@@ -15,6 +15,7 @@ import { apiKeyIssued } from '../helpers/events.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 import type { Logger } from '../../src/logger.js';
+import { descriptorsOn } from '../helpers/open-files.js';
 
 const root = tempDir('keys-files');
 let n = 0;
@@ -39,13 +40,31 @@ function storeOf(dir: string, version: number, events: number): string {
   return file;
 }
 
-function logged(): { logger: Logger; lines: string[] } {
+interface Line {
+  msg: string;
+  file?: string;
+  predecessor?: string;
+}
+
+/** A logger that keeps each line's message, and the files it names (what an operator looks for). */
+function logged(): { logger: Logger; lines: string[]; logs: Line[] } {
   const lines: string[] = [];
+  const logs: Line[] = [];
   const logger: Logger = pino(
     { level: 'info' },
-    { write: (line: string) => lines.push((JSON.parse(line) as { msg: string }).msg) },
+    {
+      write: (line: string) => {
+        const { msg, file, predecessor } = JSON.parse(line) as Line;
+        lines.push(msg);
+        logs.push({
+          msg,
+          ...(file === undefined ? {} : { file }),
+          ...(predecessor === undefined ? {} : { predecessor }),
+        });
+      },
+    },
   );
-  return { logger, lines };
+  return { logger, lines, logs };
 }
 
 describe('the keys store files', () => {
@@ -111,17 +130,55 @@ describe('the keys store files', () => {
     expect(again.lines).toEqual([]);
   });
 
+  it('names the new store in its log line', () => {
+    const dir = dataDir();
+    const { logger, logs } = logged();
+    openKeysFiles(dir, logger);
+    expect(logs).toEqual([
+      { msg: 'a new keys store: every key is refused until it has read the keys topic', file: keysFile(dir) },
+    ]);
+  });
+
+  it('opens the store of this version again as it is, with what it has read', () => {
+    const dir = dataDir();
+    const file = storeOf(dir, PROJECTION_VERSION, 3);
+    const before = storedPositions(file);
+    expect(before.size).toBe(1);
+    expect(openKeysFiles(dir, logged().logger)).toEqual({ file, predecessor: null });
+    expect(existsSync(file)).toBe(true);
+    expect(storedPositions(file)).toEqual(before);
+  });
+
+  it("reads a store's positions only where it is of this version, unless told any version will do", () => {
+    const dir = dataDir();
+    const older = storeOf(dir, PROJECTION_VERSION - 1, 2);
+    expect(() => storedPositions(older)).toThrow(/projection/i);
+    expect([...storedPositions(older, true).values()]).toEqual([2]);
+  });
+
+  it('leaves no connection open on a store whose positions it read', () => {
+    const dir = dataDir();
+    const file = storeOf(dir, PROJECTION_VERSION, 1);
+    expect(descriptorsOn(file)).toBe(0);
+    storedPositions(file);
+    expect(descriptorsOn(file)).toBe(0);
+  });
+
   it('keeps the newest older store as the predecessor until this one has reached it, and removes the others', () => {
     const dir = dataDir();
     const oldest = storeOf(dir, 1, 1);
     const newest = storeOf(dir, 2, 3);
-    const { logger, lines } = logged();
+    const { logger, logs } = logged();
     const files = openKeysFiles(dir, logger);
     expect(files.predecessor?.file).toBe(newest);
     expect(files.predecessor?.positions).toEqual(storedPositions(newest, true));
     expect(existsSync(oldest)).toBe(false);
-    expect(lines).toEqual([
-      'building the keys store of this projection version; its predecessor answers beside it until reached',
+    expect(logs).toEqual([
+      {
+        msg: 'building the keys store of this projection version; its predecessor answers beside it until reached',
+        file: keysFile(dir),
+        predecessor: newest,
+      },
     ]);
     // this version's store has read as much: the predecessor is removed at the next opening
     storeOf(dir, PROJECTION_VERSION, 3);

@@ -23,6 +23,13 @@ describe('what the keys need for a replica to be ready', () => {
     ]);
   });
 
+  it('a consumer that has read the keys topic, whether or not one runs now', () => {
+    expect(keysReadiness({ ...ready, lastReadAt: null, consumer: null })).toEqual([
+      'the keys consumer has not read the keys topic yet',
+    ]);
+    expect(keysReadiness({ ...ready, consumer: null })).toEqual([]);
+  });
+
   it('a fetch within the bound: one past it makes the replica unready, naming the cause', () => {
     const consumer = {
       running: false,

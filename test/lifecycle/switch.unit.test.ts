@@ -123,6 +123,14 @@ describe('the switch', () => {
     expect(released).toBe(1);
   });
 
+  it('swaps where nobody listens for switches', async () => {
+    const ctx = context();
+    delete ctx.switched;
+    const next = await switchOver(switching(generation('served', {}), generation('candidate', {})), ctx);
+    expect(fileOf(next)).toBe('candidate');
+    expect(ctx.promoted).toEqual(['candidate']);
+  });
+
   it('serves a candidate with no running projector as restarting', async () => {
     const candidate = generation('candidate', {});
     candidate.projecting = false;
@@ -173,6 +181,72 @@ describe('the switch', () => {
     expect(ctx.promoted).toEqual([]);
   });
 
+  it('does not swap while the service stops, though the candidate has reached the served model', async () => {
+    const stop = new AbortController();
+    stop.abort();
+    const ctx = context({ stopRequested: stop.signal });
+    const next = await switchOver(
+      switching(generation('served', { '0:orders': 10 }), generation('candidate', { '0:orders': 10 })),
+      ctx,
+    );
+    expect(next).toMatchObject({ name: 'rebuilding' });
+    expect(fileOf(next)).toBe('served');
+    expect(ctx.promoted).toEqual([]);
+    expect(ctx.switchedTo).toEqual([]);
+    expect(ctx.resumed).toEqual([]);
+  });
+
+  it('stops waiting for the candidate as soon as the service stops', async () => {
+    const stop = new AbortController();
+    const clock = steppingClock();
+    const sleeps: AbortSignal[] = [];
+    const ctx = context({
+      stopRequested: stop.signal,
+      clock: {
+        now: () => clock.now(),
+        sleep: async (ms, signal) => {
+          if (signal !== undefined) sleeps.push(signal);
+          await clock.sleep(ms);
+          stop.abort();
+        },
+      },
+    });
+    const served = generation('served', { '0:orders': 10 });
+    const next = await switchOver(switching(served, generation('candidate', { '0:orders': 2 })), ctx);
+    expect(next).toMatchObject({ name: 'rebuilding' });
+    // one pause of the wait, which the stop cuts short
+    expect(sleeps).toEqual([stop.signal]);
+    expect(ctx.resumed).toEqual([]);
+  });
+
+  it('logs why the candidate was not swapped to, naming it', async () => {
+    const lines: unknown[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    const ctx = context({ logger });
+    await switchOver(switching(generation('served', { '0:orders': 10 }), generation('candidate', {})), ctx);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 40,
+        candidate: 'candidate',
+        msg: 'the candidate did not reach the served model in time; serving and projecting the current one meanwhile',
+      }),
+    ]);
+  });
+
+  it('logs the switch, naming both files', async () => {
+    const lines: unknown[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    await switchOver(switching(generation('served', {}), generation('candidate', {})), context({ logger }));
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 30,
+        from: 'served',
+        to: 'candidate',
+        msg: 'switched to the caught-up model',
+      }),
+    ]);
+  });
+
   it('keeps serving and projecting the current model when the swap fails', async () => {
     const ctx = context();
     ctx.files = {
@@ -181,10 +255,19 @@ describe('the switch', () => {
       },
       clearNext: () => undefined,
     } as unknown as ModelFiles;
+    const lines: unknown[] = [];
+    ctx.logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const next = await switchOver(switching(generation('served', {}), generation('candidate', {})), ctx);
     expect(next).toMatchObject({ name: 'rebuilding' });
     expect(fileOf(next)).toBe('served');
     expect(ctx.resumed).toEqual(['served']);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 50,
+        err: expect.objectContaining({ message: 'disk full' }) as unknown,
+        msg: 'switching to the caught-up model failed; trying again',
+      }),
+    ]);
   });
 
   it('does not give a served model of an older projection version a projector back', async () => {

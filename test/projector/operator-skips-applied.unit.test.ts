@@ -5,7 +5,12 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { runProjection, type AppliedBatchFacts } from '../../src/projector/projector.js';
+import {
+  runProjection,
+  type AppliedBatchFacts,
+  type ProjectionOptions,
+} from '../../src/projector/projector.js';
+import type { ConsumeOptions, Consumption, UnreadableBatch } from '../../src/kafka/port.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { orderCreated } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
@@ -157,5 +162,182 @@ describe('operator skips met by a build', () => {
       await consumption.stop();
     }
     expect(writer.storedOffset(testTopics.orders, 0)).toBeUndefined();
+  });
+});
+
+/**
+ * The projector's answer to an unreadable batch, met directly: the consumer's `onUnreadable` as the
+ * projection gives it to a port that only keeps it.
+ */
+describe('an unreadable batch met by the projector', () => {
+  interface Line {
+    level: number;
+    msg: string;
+    [field: string]: unknown;
+  }
+
+  /** `listens` false: no `onUnreadable` of the projection's own. */
+  function projection(
+    options: Partial<ProjectionOptions> = {},
+    listens = true,
+  ): {
+    onUnreadable: NonNullable<ConsumeOptions['onUnreadable']>;
+    model: ReturnType<typeof memoryReadModel>;
+    lines: Line[];
+    reported: UnreadableBatch[];
+    batches: AppliedBatchFacts[];
+  } {
+    let consume: ConsumeOptions | undefined;
+    const model = memoryReadModel();
+    const lines: Line[] = [];
+    const reported: UnreadableBatch[] = [];
+    const batches: AppliedBatchFacts[] = [];
+    void runProjection({
+      port: {
+        consume: (o) => {
+          consume = o;
+          return Promise.resolve({} as Consumption);
+        },
+      },
+      groupId: 'g',
+      topics: testTopics,
+      writer: model.writer,
+      logger: pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as Line) }),
+      ...(listens ? { onUnreadable: (batch: UnreadableBatch) => reported.push(batch) } : {}),
+      onBatch: (batch) => batches.push(batch),
+      ...options,
+    });
+    return { onUnreadable: consume!.onUnreadable!, model, lines, reported, batches };
+  }
+
+  const batch: UnreadableBatch = {
+    topic: testTopics.orders,
+    partition: 0,
+    offset: 5,
+    lastOffset: 9,
+    cause: 'a codec this client lacks',
+    retryInMs: 100,
+  };
+  const skip = {
+    topic: testTopics.orders,
+    partition: 0,
+    firstOffset: 5,
+    lastOffset: 9,
+    reason: 'padded',
+    by: 'ops@h',
+    at: 'now',
+  };
+  const fields = (line: Line | undefined): Record<string, unknown> => {
+    const { level, msg, ...rest } = line ?? { level: 0, msg: '' };
+    delete rest['time'];
+    delete rest['pid'];
+    delete rest['hostname'];
+    return { level, msg, ...rest };
+  };
+
+  /** A model that has read offsets 0…`next`-1 of the orders topic's partition 0. */
+  function readTo(model: ReturnType<typeof memoryReadModel>, next: number): void {
+    model.apply(...Array.from({ length: next }, (_, i) => orderCreated({ order_id: i + 1 })));
+    expect(model.writer.storedOffset(testTopics.orders, 0)).toBe(next);
+  }
+
+  it('moves past the batch a recorded skip names, as a batch of one dead letter, saying who skipped it and why', () => {
+    const p = projection({ operatorSkips: () => [skip] });
+    readTo(p.model, 5);
+    const before = performance.timeOrigin + performance.now();
+    expect(p.onUnreadable(batch)).toBe(10);
+    const after = performance.timeOrigin + performance.now();
+    expect(p.model.writer.storedOffset(testTopics.orders, 0)).toBe(10);
+    expect(p.reported).toEqual([]);
+    expect(p.batches).toHaveLength(1);
+    const [applied] = p.batches;
+    expect(applied!.startedAt).toBe(applied!.endedAt);
+    expect(applied!.startedAt).toBeGreaterThanOrEqual(before);
+    expect(applied!.startedAt).toBeLessThanOrEqual(after);
+    expect(p.lines.map(fields)).toEqual([
+      {
+        level: 40,
+        msg: 'moving past a record batch an operator skipped',
+        ...batch,
+        next: 10,
+        by: 'ops@h',
+        reason: 'padded',
+      },
+    ]);
+  });
+
+  it('does not move a model that is not at the batch a recorded skip names, and says so', () => {
+    const p = projection({ operatorSkips: () => [skip] });
+    readTo(p.model, 3);
+    expect(p.onUnreadable(batch)).toBeUndefined();
+    expect(p.model.writer.storedOffset(testTopics.orders, 0)).toBe(3);
+    expect(p.model.db.prepare('SELECT count(*) FROM dead_letters').pluck().get()).toBe(0);
+    expect(p.batches).toEqual([]);
+    expect(p.reported).toEqual([batch]);
+    expect(p.lines.map(fields)).toEqual([
+      {
+        level: 50,
+        msg: 'a recorded skip names this batch, but the model is not at it; it is not moved',
+        ...batch,
+        position: 3,
+      },
+      {
+        level: 50,
+        msg: 'a record batch cannot be read; the partition waits, every other one goes on',
+        ...batch,
+      },
+    ]);
+  });
+
+  it('leaves the partition waiting at a batch no skip names, and reports it', () => {
+    const p = projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] });
+    readTo(p.model, 5);
+    expect(p.onUnreadable(batch)).toBeUndefined();
+    expect(p.model.writer.storedOffset(testTopics.orders, 0)).toBe(5);
+    expect(p.reported).toEqual([batch]);
+    expect(p.lines.map(fields)).toEqual([
+      {
+        level: 50,
+        msg: 'a record batch cannot be read; the partition waits, every other one goes on',
+        ...batch,
+      },
+    ]);
+  });
+
+  it('leaves it waiting where nobody listens for unreadable batches', () => {
+    const p = projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] }, false);
+    expect(p.onUnreadable(batch)).toBeUndefined();
+    expect(p.reported).toEqual([]);
+  });
+
+  it('leaves it waiting where no skips are given, or their record cannot be read, saying so', () => {
+    const none = projection();
+    expect(none.onUnreadable(batch)).toBeUndefined();
+    expect(none.reported).toEqual([batch]);
+    expect(none.lines.map(fields)).toEqual([
+      {
+        level: 50,
+        msg: 'a record batch cannot be read; the partition waits, every other one goes on',
+        ...batch,
+      },
+    ]);
+    const unreadable = projection({
+      operatorSkips: () => {
+        throw new Error('the record cannot be read');
+      },
+    });
+    expect(unreadable.onUnreadable(batch)).toBeUndefined();
+    expect(unreadable.lines.map(fields)).toEqual([
+      {
+        level: 50,
+        msg: 'the batches operators skipped cannot be read',
+        err: expect.objectContaining({ message: 'the record cannot be read' }) as unknown,
+      },
+      {
+        level: 50,
+        msg: 'a record batch cannot be read; the partition waits, every other one goes on',
+        ...batch,
+      },
+    ]);
   });
 });

@@ -155,6 +155,7 @@ describe('the skips a model gives back from its dead letters', () => {
     insert.run(testTopics.orders, 5, 'skipped_by_operator', 'someone moved it');
     insert.run(testTopics.orders, 6, 'invalid_json', 'offset 6 skipped by a@b: not a skip');
     insert.run(testTopics.orders, 7, 'skipped_by_operator', 'offsets 7–8 skipped by: nobody');
+    insert.run(testTopics.orders, 9, 'skipped_by_operator', 'moved: offsets 9–10 skipped by a@b: why');
     expect(operatorSkipsIn(db)).toEqual([
       {
         topic: testTopics.orders,
