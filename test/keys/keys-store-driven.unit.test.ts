@@ -306,6 +306,7 @@ describe('the keys store over a driven projector', () => {
     expect(lines).toContainEqual({
       level: 40,
       stalledMs: 201,
+      stalls: 1,
       msg: 'the keys consumer has not fetched for too long; starting a new one',
     });
     expect(lines).toContainEqual(expect.objectContaining({ projector: 'keys', reason: 'stalled' }));
