@@ -46,7 +46,7 @@ export default tseslint.config(
   // (test/ may import bench/: its smoke test runs the benchmarks in miniature), and inside src/ as
   // well: kafka <- read-model <- projector <- lifecycle <- service; http reads the model and the
   // lifecycle's health, never a projector or the broker. kafkajs is imported by its adapter only
-  // (kafka/kafkajs-*.ts), better-sqlite3 by the read-model store only, and a projection touches no
+  // (kafka/kafkajs-client.ts), better-sqlite3 by the read-model store only, and a projection touches no
   // Node.js API.
   ...boundaryRules([
     {
@@ -74,7 +74,7 @@ export default tseslint.config(
       extra: otelLoadedLazily,
     },
     {
-      files: ['src/kafka/kafkajs-*.ts'],
+      files: ['src/kafka/kafkajs-client.ts'],
       folders: [...srcOutside, 'read-model', 'projector', 'keys', 'lifecycle', 'http', 'cli'],
       packages: ['better-sqlite3'],
       extra: otelLoadedLazily,

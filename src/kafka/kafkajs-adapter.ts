@@ -1,10 +1,10 @@
 /**
- * The Kafka port implemented with kafkajs: the adapter files (`kafkajs-*.ts`) are the only modules
- * that import the client library, so a maintained client can replace them without touching the rest
- * of the service. This one builds the port: the admin and the producer it connects on first use, and
+ * The Kafka port implemented with kafkajs: the adapter files (`kafkajs-*.ts`) alone use the client
+ * library, which only `kafkajs-client.ts` imports, so a maintained client can replace them without
+ * touching the rest of the service. This one builds the port: the admin and the producer it connects on first use, and
  * the consumers of `kafkajs-consumer.ts`.
  */
-import kafkajs, { Kafka, Partitioners, type Admin, type Producer } from 'kafkajs';
+import kafkajs, { Kafka, Partitioners, type Admin, type Producer } from './kafkajs-client.js';
 import type { Logger } from '../logger.js';
 import { limitInflatedBatches, type CodecName } from './codecs.js';
 import { boundedGoodbye, goodbyeTimeoutMs } from './goodbye.js';

@@ -3,7 +3,7 @@
  * projector's worker thread has its own) when this module is loaded: kafkajs reads only gzip by
  * itself, and with no bound on what a batch inflates to.
  */
-import kafkajs from 'kafkajs';
+import kafkajs from './kafkajs-client.js';
 import { kafkaCodecs } from './codecs.js';
 
 // Off the default export: Node's ESM loader does not see these among kafkajs's CommonJS named exports.

@@ -3,7 +3,7 @@
  * to the position its owner stored, hands each batch over, and reports its failure instead of
  * restarting itself.
  */
-import type { Kafka } from 'kafkajs';
+import type { Kafka } from './kafkajs-client.js';
 import type { Logger } from '../logger.js';
 import { boundedGoodbye, goodbyeTimeoutMs } from './goodbye.js';
 import { UnreadablePartitions } from './kafkajs-unreadable.js';

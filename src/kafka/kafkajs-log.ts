@@ -1,5 +1,5 @@
 /** Routes kafkajs's own log lines into pino. */
-import { logLevel, type logCreator } from 'kafkajs';
+import { logLevel, type logCreator } from './kafkajs-client.js';
 import type { Logger } from '../logger.js';
 
 export function kafkaLogCreator(logger: Logger): logCreator {

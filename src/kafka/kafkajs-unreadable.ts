@@ -4,7 +4,7 @@
  * read from it starts the delays over), or moved past the batch at once when the consumer's owner
  * says where to.
  */
-import kafkajs from 'kafkajs';
+import kafkajs from './kafkajs-client.js';
 import { backoffDelay, type Backoff } from '../backoff.js';
 import type { ConsumeOptions } from './port.js';
 
