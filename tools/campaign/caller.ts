@@ -7,44 +7,12 @@
  * Retry-After. Each answer's position is at least the one presented, so the last one received is
  * the newest the caller has seen.
  */
-import { request } from 'node:http';
 import type { Replica } from './cluster.js';
 import type { Invariants } from './invariants.js';
 import { Memory } from './invariants.js';
 import type { Random } from './random.js';
+import { getWith } from './probe.js';
 import { organizations, type World } from './world.js';
-
-interface Answer {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: unknown;
-}
-
-function getWith(url: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer | null> {
-  return new Promise((resolve) => {
-    const req = request(
-      url,
-      { agent: false, headers, signal: AbortSignal.timeout(timeoutMs) },
-      (response) => {
-        const chunks: Buffer[] = [];
-        response.on('data', (chunk: Buffer) => chunks.push(chunk));
-        response.on('error', () => resolve(null));
-        response.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown = text;
-          try {
-            body = JSON.parse(text);
-          } catch {
-            // not JSON: kept as text for the report
-          }
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body });
-        });
-      },
-    );
-    req.on('error', () => resolve(null));
-    req.end();
-  });
-}
 
 export interface CallerCounts {
   /** answers checked against what the caller had seen */

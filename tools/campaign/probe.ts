@@ -17,14 +17,19 @@ export interface Answer {
  * nothing answers (the process is starting, stopped or frozen).
  */
 export function get(url: string, key?: string, timeoutMs = 3000): Promise<Answer | null> {
+  return getWith(url, key === undefined ? {} : { authorization: `Bearer ${key}` }, timeoutMs);
+}
+
+/** GET with `headers` on a connection of its own; the body parsed when it is JSON, and the headers. */
+export function getWith(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<(Answer & { headers: Record<string, string | string[] | undefined> }) | null> {
   return new Promise((resolve) => {
     const req = request(
       url,
-      {
-        agent: false,
-        headers: key === undefined ? {} : { authorization: `Bearer ${key}` },
-        signal: AbortSignal.timeout(timeoutMs),
-      },
+      { agent: false, headers, signal: AbortSignal.timeout(timeoutMs) },
       (response) => {
         const chunks: Buffer[] = [];
         response.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -37,7 +42,7 @@ export function get(url: string, key?: string, timeoutMs = 3000): Promise<Answer
           } catch {
             // not JSON: kept as text for the report
           }
-          resolve({ status: response.statusCode ?? 0, body });
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body });
         });
       },
     );
