@@ -136,8 +136,8 @@ async function startServing(
     events: metrics.lifecycleEvents(),
     views: threads,
   });
-  running.start();
   held.lifecycle = running;
+  running.start();
 
   const app = await buildApp({
     readerOf: () => running.reads,
