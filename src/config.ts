@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ServiceEnv } from '../schemas/config.js';
+import { type ServiceEnv, serviceEnvSchema } from '../schemas/config.js';
 import { defaultTopicNames, type TopicRole } from '../schemas/events.js';
 
 export interface ServiceConfig {
@@ -55,7 +55,7 @@ export class ConfigError extends Error {
 
 /** Parses the environment once; every problem is listed in one error. */
 export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
-  const parsed = ServiceEnv.safeParse(env);
+  const parsed = serviceEnvSchema().safeParse(env);
   const problems = [
     ...(parsed.success
       ? []
