@@ -11,7 +11,8 @@ import {
   applyOrderStatusChanged,
   applyOrderUpdated,
 } from '../../projections/orders/order-events.js';
-import type { OrderRow } from '../../projections/orders/rows.js';
+import { evolve, type CurrentRows } from '../../projections/orders/evolve.js';
+import type { ApiKeyRow, ArticleRow, OrderRow } from '../../projections/orders/rows.js';
 import {
   apiKeyIssued,
   apiKeyRevoked,
@@ -312,5 +313,52 @@ describe('api keys', () => {
     );
     expect(revoked).toMatchObject({ row: { revoked: 1, key_sha256: null, org_id: null } });
     expect(issued).toBeNull();
+  });
+});
+
+describe('evolve', () => {
+  const order = applyOrderCreated(orderCreated({ order_id: 7 }, { occurred_at: at(0) }), undefined);
+  const article = applyArticlePublished(
+    articlePublished({ article_id: 4, order_id: 7 }, { occurred_at: at(0) }),
+    undefined,
+  );
+  const apiKey = applyApiKeyIssued(apiKeyIssued('k1', 3, 'a'.repeat(64), { occurred_at: at(0) }), undefined);
+  const rows = {
+    order: order?.table === 'orders' ? order.row : undefined,
+    article: article?.table === 'articles' ? article.row : undefined,
+    apiKey: apiKey?.table === 'api_keys' ? apiKey.row : undefined,
+  };
+  /** The rows held, each asked for by its own id only. */
+  const current: CurrentRows = {
+    order: (id): OrderRow | undefined => (id === 7 ? rows.order : undefined),
+    article: (id): ArticleRow | undefined => (id === 4 ? rows.article : undefined),
+    apiKey: (id): ApiKeyRow | undefined => (id === 'k1' ? rows.apiKey : undefined),
+  };
+
+  it('hands each type of event, with the row it names, to the rule of that type', () => {
+    const later = { occurred_at: at(5) };
+    const cases = [
+      [orderCreated({ order_id: 7, press_release_title: 'Again' }, later), applyOrderCreated, rows.order],
+      [orderUpdated({ order_id: 7, press_release_title: 'Renamed' }, later), applyOrderUpdated, rows.order],
+      [orderDeleted(7, later), applyOrderDeleted, rows.order],
+      [statusChanged(7, 'processing', later), applyOrderStatusChanged, rows.order],
+      [
+        articlePublished({ article_id: 4, order_id: 7, article_url: 'https://b.example/x' }, later),
+        applyArticlePublished,
+        rows.article,
+      ],
+      [articleRemoved(4, 7, later), applyArticleRemoved, rows.article],
+      [apiKeyIssued('k1', 3, 'b'.repeat(64), later), applyApiKeyIssued, rows.apiKey],
+      [apiKeyRevoked('k1', later), applyApiKeyRevoked, rows.apiKey],
+    ] as const;
+    const tables = new Set<string>();
+    for (const [event, rule, row] of cases) {
+      const expected = (rule as (e: typeof event, r: typeof row) => unknown)(event, row);
+      expect(expected, event.type).not.toBeNull();
+      expect(evolve(event, current), event.type).toEqual(expected);
+      tables.add(JSON.stringify(expected));
+    }
+    // eight different changes: no two rules stand in for each other here
+    expect(tables.size).toBe(cases.length);
   });
 });
