@@ -34,6 +34,54 @@ describe('rate windows in shared memory', () => {
     expect(windows.take('a').count).toBe(1);
   });
 
+  it("pass over another key's current window to a slot of their own, and never take it over", () => {
+    // Four keys over two slots: some pairs share a home slot, so the second of such a pair meets the
+    // first one's current window on its way.
+    const keys = ['k0', 'k1', 'k2', 'k3'];
+    for (const first of keys) {
+      for (const second of keys.filter((key) => key !== first)) {
+        const now = 5000;
+        const windows = new RateWindows(limit, () => now, newRateTable(now, 2));
+        for (let i = 0; i < 3; i++) windows.take(first);
+        expect(windows.headers(second, false)['x-ratelimit-remaining'], `${first}, ${second}`).toBe('5');
+        expect(windows.take(second), `${first}, ${second}`).toEqual({
+          count: 1,
+          startedAtMs: now,
+          endsAtMs: 6000,
+        });
+        expect(windows.take(first).count, `${first}, ${second}`).toBe(4);
+        windows.giveBack(second, now);
+        expect(windows.headers(first, false)['x-ratelimit-remaining']).toBe('1');
+        expect(windows.headers(second, false)['x-ratelimit-remaining']).toBe('5');
+      }
+    }
+  });
+
+  it('state the budget, its reset in whole seconds, and Retry-After for a limited answer', () => {
+    let now = 10_400;
+    const windows = new RateWindows(limit, () => now, newRateTable(now));
+    expect(windows.headers('k', false)).toEqual({
+      'x-ratelimit-limit': '5',
+      'x-ratelimit-remaining': '5',
+      'x-ratelimit-reset': '12',
+    });
+    for (let i = 0; i < 7; i++) windows.take('k');
+    now = 10_900;
+    expect(windows.headers('k', true)).toEqual({
+      'x-ratelimit-limit': '5',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '12',
+      'retry-after': '1',
+    });
+    windows.giveBack('k', 10_400);
+    expect(windows.take('k').count).toBe(7);
+    // a request counted in an earlier window is not given back to the current one
+    now = 11_400;
+    expect(windows.take('k').count).toBe(1);
+    windows.giveBack('k', 10_900);
+    expect(windows.take('k').count).toBe(2);
+  });
+
   it('lose no count when threads take for the same key at once', async () => {
     const table = newRateTable(Date.now());
     const perThread = 200_000;
