@@ -1,6 +1,12 @@
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, type ServiceConfig } from '../../src/config.js';
+import {
+  ConfigError,
+  loadConfig,
+  requireBrokers,
+  roleOfTopic,
+  type ServiceConfig,
+} from '../../src/config.js';
 
 /** The message of the one problem `env` has, or undefined when it loads. */
 function problemOf(env: Record<string, string>): string | undefined {
@@ -9,6 +15,7 @@ function problemOf(env: Record<string, string>): string | undefined {
     return undefined;
   } catch (error) {
     expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).code).toBe('CONFIG_INVALID');
     return (error as Error).message;
   }
 }
@@ -117,7 +124,7 @@ const numbers: NumberCase[] = [
     name: 'REBUILD_WORK_SHARE',
     read: (c) => c.rebuild.workShare,
     byDefault: 0.25,
-    accepted: ['0.05', '1', '0.5'],
+    accepted: ['0.05', '1', '0.5', '00.5'],
     refused: ['0.04', '1.01', '.5', '1.'],
   },
   {
@@ -261,7 +268,11 @@ describe('the OpenTelemetry variables, read as the specification writes them', (
     expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'FALSE' }).tracing).not.toBeNull();
     expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: '' }).tracing).not.toBeNull();
     expect(problemOf({ OTEL_SDK_DISABLED: 'truely' })).toContain('OTEL_SDK_DISABLED: must be true or false');
-    expect(problemOf({ OTEL_SDK_DISABLED: 'no' })).toContain('OTEL_SDK_DISABLED: must be true or false');
+    for (const value of ['no', 'untrue', 'false1']) {
+      expect(problemOf({ OTEL_SDK_DISABLED: value }), value).toContain(
+        'OTEL_SDK_DISABLED: must be true or false',
+      );
+    }
   });
 
   it('trim the names of a list, and name what it takes when one is unknown', () => {
@@ -277,6 +288,11 @@ describe('the OpenTelemetry variables, read as the specification writes them', (
       loadConfig({ ...tracingOn, OTEL_PROPAGATORS: 'baggage, tracecontext' }).tracing?.traceContext,
     ).toBe(true);
     expect(loadConfig(tracingOn).tracing?.traceContext).toBe(true);
+    expect(loadConfig({ ...tracingOn, OTEL_PROPAGATORS: 'none' }).tracing?.traceContext).toBe(false);
+    expect(problemOf({ OTEL_PROPAGATORS: 'none,baggage' })).toBe(
+      'Invalid configuration:\n  OTEL_PROPAGATORS: none cannot be listed with a propagator',
+    );
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318' }).tracing?.exporters).toEqual(['otlp']);
     expect(problemOf({ OTEL_PROPAGATORS: 'b3' })).toContain('each must be tracecontext, baggage or none');
   });
 
@@ -328,5 +344,42 @@ describe('the OpenTelemetry variables, read as the specification writes them', (
         `OTEL_RESOURCE_ATTRIBUTES: '${value}' is not key=value (percent-encoded)`,
       );
     }
+  });
+});
+
+describe('the problems of a configuration', () => {
+  it('are listed one a line under one heading, and only those there are', () => {
+    expect(problemOf({ HTTP_PORT: 'x', READY_MAX_LAG: '-1' })).toBe(
+      [
+        'Invalid configuration:',
+        '  HTTP_PORT: must be a decimal integer (digits only; unset the variable for its default)',
+        '  READY_MAX_LAG: must be a decimal integer (digits only; unset the variable for its default)',
+      ].join('\n'),
+    );
+  });
+
+  it('count an empty TOPIC_* as its default when looking for two roles on one topic', () => {
+    expect(problemOf({ TOPIC_ORDERS: '', TOPIC_ARTICLES: 'pr.orders' })).toContain(
+      "TOPIC_ORDERS, TOPIC_ARTICLES: name the same topic 'pr.orders'",
+    );
+  });
+});
+
+describe('what commands read of the configuration', () => {
+  it('maps each topic name to its role, and no other name', () => {
+    const roleOf = roleOfTopic(loadConfig({ TOPIC_ARTICLES: 'articles' }).topics);
+    expect(roleOf('pr.orders')).toBe('orders');
+    expect(roleOf('pr.order-status')).toBe('orderStatus');
+    expect(roleOf('articles')).toBe('articles');
+    expect(roleOf('pr.api-keys')).toBe('apiKeys');
+    expect(roleOf('pr.articles')).toBeUndefined();
+  });
+
+  it('requires brokers of a command that needs Kafka, saying how to give them', () => {
+    expect(requireBrokers(loadConfig({ KAFKA_BROKERS: 'a:1,b:2' }))).toEqual(['a:1', 'b:2']);
+    expect(() => requireBrokers(loadConfig({}))).toThrow(ConfigError);
+    expect(() => requireBrokers(loadConfig({}))).toThrow(
+      'KAFKA_BROKERS is required for this command: a comma-separated list of host:port',
+    );
   });
 });
