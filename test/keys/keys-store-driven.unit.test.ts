@@ -310,6 +310,14 @@ describe('the keys store over a driven projector', () => {
       msg: 'the keys consumer has not fetched for too long; starting a new one',
     });
     expect(lines).toContainEqual(expect.objectContaining({ projector: 'keys', reason: 'stalled' }));
+    // the next consumer, replaced without a fetch in a row, gets twice as long
+    clock.at += 400;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(restarts).toEqual(['stalled']);
+    clock.at += 1;
+    await running(started, 3);
+    expect(restarts).toEqual(['stalled', 'stalled']);
+    expect(lines).toContainEqual(expect.objectContaining({ stalledMs: 401, stalls: 2 }));
   });
 
   it('leaves a consumer that is still starting to its start timeout', async () => {
