@@ -114,7 +114,10 @@ describe('GET /orders (SPEC rules)', () => {
     for (const status of ['done', 'FINISHED', '', 'publishing']) {
       const response = await api.get(`/orders?status=${status}`, key);
       expect(response.status).toBe(422);
-      expect(response.body).toEqual({ error: 'Invalid status', message: expect.any(String) as string });
+      expect(response.body).toEqual({
+        error: 'Invalid status',
+        message: 'status must be one of: `all`, `finished`, `processing`.',
+      });
       const message = (response.body as { message: string }).message;
       for (const allowed of ['all', 'finished', 'processing']) expect(message).toContain(allowed);
     }
@@ -230,13 +233,14 @@ describe('DESIGN decisions', () => {
       expect(limit.status).toBe(422);
       expect(limit.body).toEqual({
         error: 'Invalid limit',
-        message: expect.stringContaining('integer') as string,
+        message: 'limit must be a decimal integer (values outside 1–200 are clamped).',
       });
       const offset = await api.get(`/orders?offset=${value}`, key);
       expect(offset.status).toBe(422);
       expect(offset.body).toEqual({
         error: 'Invalid offset',
-        message: expect.stringContaining('integer') as string,
+        message:
+          'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
       });
     }
   });
@@ -247,7 +251,25 @@ describe('DESIGN decisions', () => {
       const response = await api.get(`/orders/${id}/articles`, key);
       expect(response.status).toBe(404);
       expect(response.body).toEqual(foreign.body);
+      // no tag for an order the caller cannot see
+      expect(response.headers.get('etag')).toBeNull();
     }
+  });
+
+  it('{id} up to 2^53 − 1, leading zeros allowed: the order of that id', async () => {
+    const largest = Number.MAX_SAFE_INTEGER;
+    const edge = await startTestApi([
+      issueKeyOf(ORG),
+      orderCreated({ order_id: largest, organization_id: ORG, status: 'finished' }),
+      articlePublished({ article_id: 1, order_id: largest }),
+    ]);
+    for (const id of [String(largest), `00${largest}`]) {
+      const response = await edge.get(`/orders/${id}/articles`, key);
+      expect(response.status, id).toBe(200);
+      expect(response.body).toMatchObject({ order_id: largest });
+      expect(response.headers.get('etag')).not.toBeNull();
+    }
+    expect((await edge.get(`/orders/${largest + 1}/articles`, key)).status).toBe(404);
   });
 
   it('equal created_at: ties broken by id descending, so pages never overlap or skip', async () => {

@@ -25,10 +25,10 @@ export function orderArticlesRoute(
             200: ArticleList.describe(
               'The articles. Headers: `ETag` (weak, from a digest of the order’s title and articles: equal on every replica holding the same), `X-Read-Position`, `Cache-Control: private, no-cache`.',
             ),
-            304: notModifiedResponse,
+            304: notModifiedResponse(),
             404: ErrorBody.describe('The order does not exist or is not accessible'),
-            ...securedErrorResponses,
-            ...positionErrorResponses,
+            ...securedErrorResponses(),
+            ...positionErrorResponses(),
           },
         },
       },

@@ -19,7 +19,7 @@ import { notModifiedResponse, positionErrorResponses, securedErrorResponses } fr
 const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
 
 /** The 422 answer for an invalid query parameter, by parameter (errors plugin: `config.queryErrors`). */
-export const orderListQueryErrors: Record<string, ApiError> = {
+export const orderListQueryErrors = (): Record<string, ApiError> => ({
   status: new ApiError(
     422,
     'Invalid status',
@@ -35,14 +35,14 @@ export const orderListQueryErrors: Record<string, ApiError> = {
     'Invalid offset',
     'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
   ),
-};
+});
 
 export function orderListRoute(readerOf: () => ApiReads, positions: PositionOptions): FastifyPluginAsyncZod {
   return (app) => {
     app.get(
       '/orders',
       {
-        config: { queryErrors: orderListQueryErrors },
+        config: { queryErrors: orderListQueryErrors() },
         schema: {
           summary: "List the organization's orders",
           description: 'Orders of all members of the organization, newest first (ties by id, descending).',
@@ -52,10 +52,10 @@ export function orderListRoute(readerOf: () => ApiReads, positions: PositionOpti
             200: OrderList.describe(
               'The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
             ),
-            304: notModifiedResponse,
+            304: notModifiedResponse(),
             422: ErrorBody.describe('Invalid status, limit or offset'),
-            ...securedErrorResponses,
-            ...positionErrorResponses,
+            ...securedErrorResponses(),
+            ...positionErrorResponses(),
           },
         },
       },
