@@ -50,6 +50,16 @@ describe('rate limiting and request limits', () => {
     expect(other.status).toBe(200);
   });
 
+  it('limits nothing with a limit of 0, and states no budget', async () => {
+    const api = await limitedApi(0);
+    const answers = [];
+    for (let i = 0; i < 4; i += 1) answers.push(await api.get('/orders', keyOf(1)));
+    await api.close();
+    expect(answers.map((r) => [r.status, r.headers.get('x-ratelimit-limit')])).toEqual(
+      Array.from({ length: 4 }, () => [200, null]),
+    );
+  });
+
   it("states the budget on every answer with GitHub's headers: the limit, what remains, the window's end in epoch seconds", async () => {
     const api = await limitedApi(3);
     const before = Math.floor(Date.now() / 1000);
