@@ -13,7 +13,9 @@ export function entityTag(digest: string, ...query: (string | number)[]): string
 }
 
 /** The opaque part of a tag, for weak comparison (RFC 9110 §8.8.3.2). */
-const opaque = (tag: string): string => tag.trim().replace(/^W\//, '');
+function opaque(tag: string): string {
+  return tag.trim().replace(/^W\//, '');
+}
 
 /** True when If-None-Match names `tag` (in a list, weakly) or is `*`. */
 export function notModified(request: FastifyRequest, tag: string): boolean {
