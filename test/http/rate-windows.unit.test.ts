@@ -27,7 +27,7 @@ describe('rate windows in shared memory', () => {
     windows.take('a');
     windows.take('b');
     // Both slots hold a current window: a third key is counted nowhere (it is not limited).
-    expect(windows.take('c').count).toBe(0);
+    expect(windows.take('c')).toEqual({ count: 0, startedAtMs: 0, endsAtMs: 1000 });
     now = 1000;
     expect(windows.take('c').count).toBe(1);
     expect(windows.take('c').count).toBe(2);
@@ -80,6 +80,30 @@ describe('rate windows in shared memory', () => {
     expect(windows.take('k').count).toBe(1);
     windows.giveBack('k', 10_900);
     expect(windows.take('k').count).toBe(2);
+  });
+
+  it('claim no slot to give back or to state the budget of a key with no window', () => {
+    const now = 0;
+    const windows = new RateWindows(limit, () => now, newRateTable(now, 2));
+    for (const key of ['x', 'y', 'z']) {
+      windows.giveBack(key, now);
+      expect(windows.headers(key, false)['x-ratelimit-remaining']).toBe('5');
+    }
+    // both slots are still free
+    expect(windows.take('a').count).toBe(1);
+    expect(windows.take('b').count).toBe(1);
+  });
+
+  it('give back no more than was counted, and nothing to a window that has ended', () => {
+    let now = 5;
+    const windows = new RateWindows(limit, () => now, newRateTable(0));
+    windows.take('k');
+    windows.giveBack('k', 5);
+    windows.giveBack('k', 5);
+    expect(windows.take('k')).toEqual({ count: 1, startedAtMs: 5, endsAtMs: 1005 });
+    now = 1005;
+    windows.giveBack('k', 5);
+    expect(windows.take('k')).toEqual({ count: 1, startedAtMs: 1005, endsAtMs: 2005 });
   });
 
   it('lose no count when threads take for the same key at once', async () => {
