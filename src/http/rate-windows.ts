@@ -135,15 +135,18 @@ export class RateWindows {
         // Taken over by moving its ended window to a current empty one first: one thread wins that,
         // and no other sees the slot as free while the fingerprint changes.
         const state = Atomics.load(this.words, ended + 1);
+        // Stryker disable ConditionalExpression,LogicalOperator: these checks see only another thread's claim or take between the probe and here; one thread alone always passes them
         if (
           state !== 0n &&
           this.windowOf(state, now) === null &&
           Atomics.compareExchange(this.words, ended + 1, state, this.pack(now, 0)) === state
         ) {
+          // Stryker restore ConditionalExpression,LogicalOperator
           Atomics.store(this.words, ended, fingerprint);
           return ended + 1;
         }
       } else if (empty !== null) {
+        // Stryker disable next-line EqualityOperator: fails only when another thread claimed the slot first; one thread alone finds its own claim at the next look
         if (Atomics.compareExchange(this.words, empty, 0n, fingerprint) === 0n) return empty + 1;
       } else return null;
     }
@@ -156,6 +159,7 @@ export class RateWindows {
    */
   private hasEnded(at: number, now: number): boolean {
     const state = Atomics.load(this.words, at + 1);
+    // Stryker disable next-line ConditionalExpression: a slot holds 0 only between another thread's claim and its first count
     return state !== 0n && this.windowOf(state, now) === null;
   }
 
