@@ -135,7 +135,7 @@ export class RateWindows {
         // Taken over by moving its ended window to a current empty one first: one thread wins that,
         // and no other sees the slot as free while the fingerprint changes.
         const state = Atomics.load(this.words, ended + 1);
-        // Stryker disable ConditionalExpression,LogicalOperator: these checks see only another thread's claim or take between the probe and here; one thread alone always passes them
+        // Stryker disable ConditionalExpression,LogicalOperator: each check here fails only when another thread claimed or counted between the probe and here, so one thread cannot tell a check dropped (true, ||) from kept; Stryker marks by mutator, so the whole condition as false, which the tests kill, is marked with them
         if (
           state !== 0n &&
           this.windowOf(state, now) === null &&
@@ -159,7 +159,6 @@ export class RateWindows {
    */
   private hasEnded(at: number, now: number): boolean {
     const state = Atomics.load(this.words, at + 1);
-    // Stryker disable next-line ConditionalExpression: a slot holds 0 only between another thread's claim and its first count
     return state !== 0n && this.windowOf(state, now) === null;
   }
 
