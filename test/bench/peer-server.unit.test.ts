@@ -23,6 +23,8 @@ describe('the peer PostgreSQL server, started by root', () => {
     chmodSync(root, 0o755);
     expect(unreachableForOthers(initdb)).toBe(join(root, 'install'));
     chmodSync(join(root, 'install'), 0o711);
-    expect(unreachableForOthers(initdb)).toBeUndefined();
+    // none below the test's own folder; a folder above it (a private TMPDIR) is not the test's to judge
+    const closed = unreachableForOthers(initdb);
+    expect(closed === undefined || !closed.startsWith(root)).toBe(true);
   });
 });
