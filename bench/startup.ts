@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
+import { createTopicsWithLeaders } from '../src/kafka/kafkajs-topics.js';
 import { freePort } from '../tools/local-kafka.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 
@@ -44,10 +45,10 @@ const topics = {
   articles: `startup-${stamp}.pr.articles`,
   apiKeys: `startup-${stamp}.pr.api-keys`,
 };
-await admin.createTopics({
-  waitForLeaders: true,
-  topics: Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
-});
+await createTopicsWithLeaders(
+  admin,
+  Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),
+);
 await admin.disconnect();
 
 const results: { readyMs: number; idleRssMb: number }[] = [];

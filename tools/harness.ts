@@ -7,6 +7,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Admin } from 'kafkajs';
 import type { TopicRole } from '../schemas/events.js';
+import { createTopicsWithLeaders } from '../src/kafka/kafkajs-topics.js';
 
 export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -118,10 +119,10 @@ export async function createContractTopicSet(
   numPartitions = 3,
 ): Promise<Record<TopicRole, string>> {
   const topics = contractTopicNames(prefix);
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: Object.values(topics).map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
-  });
+  await createTopicsWithLeaders(
+    admin,
+    Object.values(topics).map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
+  );
   return topics;
 }
 

@@ -12,6 +12,7 @@ import { boundedGoodbye, goodbyeTimeoutMs } from './goodbye.js';
 import './kafkajs-codecs.js';
 import { startConsumption } from './kafkajs-consumer.js';
 import { kafkaLogCreator } from './kafkajs-log.js';
+import { createTopicsWithLeaders } from './kafkajs-topics.js';
 import type { KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
 
 export interface KafkajsPortOptions {
@@ -84,10 +85,10 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       const existing = new Set(await client.listTopics());
       const missing = topics.filter((topic) => !existing.has(topic));
       if (missing.length > 0) {
-        await client.createTopics({
-          waitForLeaders: true,
-          topics: missing.map((topic) => ({ topic, numPartitions: partitions })),
-        });
+        await createTopicsWithLeaders(
+          client,
+          missing.map((topic) => ({ topic, numPartitions: partitions })),
+        );
       }
       return missing;
     },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
 import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import { createTopicsWithLeaders } from '../../src/kafka/kafkajs-topics.js';
 import { EventPublisher } from '../../src/kafka/publisher.js';
 import { afterAll, inject } from 'vitest';
 import { createContractTopicSet } from '../../tools/harness.js';
@@ -22,10 +23,10 @@ export async function createTestTopics(
   numPartitions = 3,
 ): Promise<string[]> {
   const topics = prefixes.map(uniqueTopicName);
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: topics.map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
-  });
+  await createTopicsWithLeaders(
+    admin,
+    topics.map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
+  );
   return topics;
 }
 
