@@ -244,6 +244,11 @@ function jvmOptions(dataDir: string): string[] {
   return [
     '-Xms256m',
     '-Xmx1g',
+    // A test broker carries little traffic: the C1 compiler alone and the serial collector halve
+    // its start-up CPU (6.9 → 3.3 s) and its idle CPU (5.7 → 3.2 % of a core), measured on this
+    // machine, and the suite's test files share two cores with it.
+    '-XX:TieredStopAtLevel=1',
+    '-XX:+UseSerialGC',
     `-Dlog4j2.configurationFile=${join(dataDir, 'log4j2.properties')}`,
     '-cp',
     join(ensureBrokerJars(), '*'),

@@ -12,7 +12,7 @@ const seeds = (process.env['CAMPAIGN_SEEDS'] ?? '11,12:2').split(',').map((entry
 });
 const minutes = Number(process.env['CAMPAIGN_MINUTES'] ?? 1);
 
-describe('the randomized fault campaign', () => {
+describe.concurrent('the randomized fault campaign', () => {
   for (const { seed, httpWorkers } of seeds) {
     it(
       `keeps every promise through the operations drawn by seed ${seed}, HTTP_WORKERS=${httpWorkers}`,
