@@ -11,7 +11,7 @@ import {
   orderDeleted,
   statusChanged,
 } from '../helpers/events.js';
-import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
+import { issueKeyOf, keyOf, startTestApi, type TestApi } from '../helpers/api.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 
 const ORG = 1;
@@ -54,6 +54,19 @@ const world = [
 ];
 
 const api = await startTestApi(world);
+
+/**
+ * An app of its own for one test: its routes are registered inside the test, so that what
+ * registration builds (the 422 answers) is built under the test, where mutation testing sees it.
+ */
+async function withOwnApi(use: (own: TestApi) => Promise<void>): Promise<void> {
+  const own = await startTestApi(world, { register: false });
+  try {
+    await use(own);
+  } finally {
+    await own.close();
+  }
+}
 const ids = (body: unknown): number[] => (body as { data: { id: number }[] }).data.map((o) => o.id);
 
 describe('GET /orders (SPEC rules)', () => {
@@ -110,18 +123,19 @@ describe('GET /orders (SPEC rules)', () => {
     });
   });
 
-  it('rule 6: answers 422 Invalid status, listing all, finished and processing, for any other status', async () => {
-    for (const status of ['done', 'FINISHED', '', 'publishing']) {
-      const response = await api.get(`/orders?status=${status}`, key);
-      expect(response.status).toBe(422);
-      expect(response.body).toEqual({
-        error: 'Invalid status',
-        message: 'status must be one of: `all`, `finished`, `processing`.',
-      });
-      const message = (response.body as { message: string }).message;
-      for (const allowed of ['all', 'finished', 'processing']) expect(message).toContain(allowed);
-    }
-  });
+  it('rule 6: answers 422 Invalid status, listing all, finished and processing, for any other status', () =>
+    withOwnApi(async (api) => {
+      for (const status of ['done', 'FINISHED', '', 'publishing']) {
+        const response = await api.get(`/orders?status=${status}`, key);
+        expect(response.status).toBe(422);
+        expect(response.body).toEqual({
+          error: 'Invalid status',
+          message: 'status must be one of: `all`, `finished`, `processing`.',
+        });
+        const message = (response.body as { message: string }).message;
+        for (const allowed of ['all', 'finished', 'processing']) expect(message).toContain(allowed);
+      }
+    }));
 
   it('status filter: finished selects fully distributed orders, processing selects publishing and publishing_ended', async () => {
     expect(ids((await api.get('/orders?status=finished', key)).body)).toEqual([6, 5, 2]);
@@ -206,11 +220,15 @@ describe('DESIGN decisions', () => {
     }
   });
 
-  it('limit outside 1–200 and negative offset are clamped, and the applied values echoed', async () => {
-    expect((await api.get('/orders?limit=0', key)).body).toMatchObject({ limit: 1, offset: 0 });
-    expect((await api.get('/orders?limit=500&offset=-7', key)).body).toMatchObject({ limit: 200, offset: 0 });
-    expect(ids((await api.get('/orders?limit=-3', key)).body)).toEqual([3]);
-  });
+  it('limit outside 1–200 and negative offset are clamped, and the applied values echoed', () =>
+    withOwnApi(async (api) => {
+      expect((await api.get('/orders?limit=0', key)).body).toMatchObject({ limit: 1, offset: 0 });
+      expect((await api.get('/orders?limit=500&offset=-7', key)).body).toMatchObject({
+        limit: 200,
+        offset: 0,
+      });
+      expect(ids((await api.get('/orders?limit=-3', key)).body)).toEqual([3]);
+    }));
 
   it('integers of any length or with leading zeros are numeric: clamped and echoed, never 422', async () => {
     expect((await api.get('/orders?limit=00000000000000050', key)).body).toMatchObject({ limit: 50 });
@@ -227,27 +245,41 @@ describe('DESIGN decisions', () => {
     expect(beyond.body).toMatchObject({ data: [], offset: Number.MAX_SAFE_INTEGER });
   });
 
-  it('limit or offset that is not an integer: 422 Invalid limit / Invalid offset naming the rule', async () => {
-    for (const value of ['abc', '1.5', '', '1e3', ' 1', '0x10', '١٢']) {
-      const limit = await api.get(`/orders?limit=${value}`, key);
-      expect(limit.status).toBe(422);
-      expect(limit.body).toEqual({
-        error: 'Invalid limit',
-        message: 'limit must be a decimal integer (values outside 1–200 are clamped).',
-      });
-      const offset = await api.get(`/orders?offset=${value}`, key);
-      expect(offset.status).toBe(422);
-      expect(offset.body).toEqual({
-        error: 'Invalid offset',
-        message:
-          'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
-      });
-    }
-  });
+  it('limit or offset that is not an integer: 422 Invalid limit / Invalid offset naming the rule', () =>
+    withOwnApi(async (api) => {
+      for (const value of ['abc', '1.5', '', '1e3', ' 1', '0x10', '١٢']) {
+        const limit = await api.get(`/orders?limit=${value}`, key);
+        expect(limit.status).toBe(422);
+        expect(limit.body).toEqual({
+          error: 'Invalid limit',
+          message: 'limit must be a decimal integer (values outside 1–200 are clamped).',
+        });
+        const offset = await api.get(`/orders?offset=${value}`, key);
+        expect(offset.status).toBe(422);
+        expect(offset.body).toEqual({
+          error: 'Invalid offset',
+          message:
+            'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
+        });
+      }
+    }));
 
   it('{id} that is not a positive integer: 404 with the same body as another organization’s order', async () => {
     const foreign = await api.get('/orders/100/articles', key);
-    for (const id of ['abc', '0', '-2', '1.5', '2e1', '99999999999999999999', '0000']) {
+    // '2e0', '+2', ' 2' and '0x2' are numbers to JavaScript, equal to 2: an order of the caller's
+    for (const id of [
+      'abc',
+      '0',
+      '-2',
+      '1.5',
+      '2e1',
+      '2e0',
+      '+2',
+      '%202',
+      '0x2',
+      '99999999999999999999',
+      '0000',
+    ]) {
       const response = await api.get(`/orders/${id}/articles`, key);
       expect(response.status).toBe(404);
       expect(response.body).toEqual(foreign.body);

@@ -8,6 +8,15 @@ import { answerAtPosition, type PositionOptions } from '../position.js';
 import { articleListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
 
+/**
+ * The order id a path names: decimal digits, leading zeros allowed. Anything else, or an id beyond
+ * 2^53 − 1 (which the contract caps), names no order: 0, an id no order has.
+ */
+function orderIdOf(id: string): number {
+  const value = /^\d+$/.test(id) ? Number(id) : 0;
+  return Number.isSafeInteger(value) ? value : 0;
+}
+
 export function orderArticlesRoute(
   readerOf: () => ApiReads,
   positions: PositionOptions,
@@ -33,25 +42,20 @@ export function orderArticlesRoute(
         },
       },
       (request, reply) => {
-        const { id } = request.params;
-        // Decimal digits, leading zeros allowed; ids beyond 2^53 − 1 exist in no model (the contract caps them).
-        const orderId = /^\d+$/.test(id) && BigInt(id) <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(id) : NaN;
-        const valid = Number.isSafeInteger(orderId) && orderId >= 1;
+        const orderId = orderIdOf(request.params.id);
         return answerAtPosition(request, reply, readerOf, positions, (model) => {
-          // The digest moves with the order's title and its articles; the tag is only ever given for
-          // an order the caller can see, so a 304 never confirms another organization's order.
-          const tag = valid ? entityTag(model.orderDigest(orderId), 'a', request.orgId, orderId) : null;
-          const found = valid ? model.articlesOfOrder(request.orgId, orderId) : null;
-          if (found !== null && tag !== null) {
-            setValidators(reply, tag);
-            if (notModified(request, tag)) {
-              sendNotModified(reply);
-              return;
-            }
-          }
+          const found = model.articlesOfOrder(request.orgId, orderId);
           if (found === null) {
             // Answered, not thrown: an order the caller cannot see is an expected outcome, not a failure.
             void sendError(reply, orderNotFound);
+            return;
+          }
+          // The digest moves with the order's title and its articles; a tag is only ever given for
+          // an order the caller can see, so a 304 never confirms another organization's order.
+          const tag = entityTag(model.orderDigest(orderId), 'a', request.orgId, orderId);
+          setValidators(reply, tag);
+          if (notModified(request, tag)) {
+            sendNotModified(reply);
             return;
           }
           sendJsonText(

@@ -16,26 +16,30 @@ import { answerAtPosition, type PositionOptions } from '../position.js';
 import { orderListJson, sendJsonText } from '../serializer.js';
 import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
 
-const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));
+function clamp(value: number, min: number, max: number): number {
+  return Math.min(max, Math.max(min, value));
+}
 
 /** The 422 answer for an invalid query parameter, by parameter (errors plugin: `config.queryErrors`). */
-export const orderListQueryErrors = (): Record<string, ApiError> => ({
-  status: new ApiError(
-    422,
-    'Invalid status',
-    `status must be one of: ${ORDER_STATUS_FILTERS.map((s) => `\`${s}\``).join(', ')}.`,
-  ),
-  limit: new ApiError(
-    422,
-    'Invalid limit',
-    'limit must be a decimal integer (values outside 1–200 are clamped).',
-  ),
-  offset: new ApiError(
-    422,
-    'Invalid offset',
-    'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
-  ),
-});
+export function orderListQueryErrors(): Record<string, ApiError> {
+  return {
+    status: new ApiError(
+      422,
+      'Invalid status',
+      `status must be one of: ${ORDER_STATUS_FILTERS.map((s) => `\`${s}\``).join(', ')}.`,
+    ),
+    limit: new ApiError(
+      422,
+      'Invalid limit',
+      'limit must be a decimal integer (values outside 1–200 are clamped).',
+    ),
+    offset: new ApiError(
+      422,
+      'Invalid offset',
+      'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
+    ),
+  };
+}
 
 export function orderListRoute(readerOf: () => ApiReads, positions: PositionOptions): FastifyPluginAsyncZod {
   return (app) => {
