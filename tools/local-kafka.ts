@@ -5,7 +5,7 @@
  * when neither KAFKA_BROKERS nor a Docker engine is available.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { homedir, tmpdir } from 'node:os';
@@ -37,9 +37,11 @@ export interface LocalBroker {
   jarsMs: number;
 }
 
+/** The jars' folder, named after the pom's content: a changed pom resolves a fresh set. */
 function cacheDir(): string {
   const base = process.env['XDG_CACHE_HOME'] ?? join(homedir(), '.cache');
-  return join(base, 'orders-read-model', `kafka-${KAFKA_VERSION}`);
+  const pom = createHash('sha256').update(readFileSync(pomPath)).digest('hex').slice(0, 12);
+  return join(base, 'orders-read-model', `kafka-${KAFKA_VERSION}-${pom}`);
 }
 
 /** Resolves the broker's jars once; later calls reuse the cached copy. */
@@ -123,8 +125,6 @@ const log4jProperties = [
   'appender.stdout.name=STDOUT',
   'appender.stdout.layout.type=PatternLayout',
   'appender.stdout.layout.pattern=[%d] %p %m (%c)%n',
-  'logger.kafka.name=kafka',
-  'logger.kafka.level=INFO',
   '',
 ].join('\n');
 
@@ -275,15 +275,23 @@ export async function stopLocalBroker(broker: Pick<LocalBroker, 'pid' | 'dataDir
   rmSync(broker.dataDir, { recursive: true, force: true });
 }
 
-/** SIGTERM, then SIGKILL after 15 s. */
+/**
+ * SIGTERM, then SIGKILL after 15 s; resolves once the process is gone, so that a broker started
+ * again on the same ports and log dir finds them free (a JVM killed on a loaded machine takes a
+ * moment to go).
+ */
 async function endProcess(pid: number): Promise<void> {
   const alive = (): boolean => processAlive(pid);
-  if (alive()) {
-    process.kill(pid, 'SIGTERM');
-    const deadline = Date.now() + 15_000;
+  const goneBy = async (deadline: number): Promise<void> => {
     while (alive() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (alive()) process.kill(pid, 'SIGKILL');
-  }
+  };
+  if (!alive()) return;
+  process.kill(pid, 'SIGTERM');
+  await goneBy(Date.now() + 15_000);
+  if (!alive()) return;
+  process.kill(pid, 'SIGKILL');
+  await goneBy(Date.now() + 15_000);
+  if (alive()) throw new Error(`the broker (pid ${pid}) is still running 15 s after SIGKILL`);
 }
 
 function processAlive(pid: number): boolean {
