@@ -115,6 +115,14 @@ export function serviceEnvSchema() {
     KEYS_STALL_MS: timerMs(positiveInt).default(3000),
     /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
     REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
+    /** a lag of at least this many messages (and CATCH_UP_REPLAY_MIN_SHARE of the log) is caught up by replay into a new model; off: never */
+    CATCH_UP_REPLAY_MIN_LAG: z
+      .union([z.literal('off'), decimalInteger.pipe(z.number().min(1))], {
+        error: 'must be off or a decimal integer of at least 1',
+      })
+      .default(500_000),
+    /** the least share of the order topics' messages that such a lag must be */
+    CATCH_UP_REPLAY_MIN_SHARE: decimalFraction.pipe(z.number().min(0).max(1)).default(0.6),
     /** requests per API key per window; 0 turns the limit off */
     RATE_LIMIT_MAX: decimalInteger.pipe(z.number().max(4_000_000)).default(0),
     RATE_LIMIT_WINDOW_MS: timerMs(positiveInt).default(60_000),

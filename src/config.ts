@@ -19,6 +19,8 @@ export interface ServiceConfig {
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
   /** a candidate's projector gives way to requests (`projector/pacing.ts`) */
   rebuild: { workShare: number };
+  /** catching up by replay when far behind (`lifecycle/catch-up.ts`); `minLag` null: never */
+  catchUp: { minLag: number | null; minShare: number };
   rateLimit: { max: number; windowMs: number };
   /** size bounds of what the topics deliver */
   limits: { batchInflatedBytes: number; messageBytes: number };
@@ -100,6 +102,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       keysStallMs: e.KEYS_STALL_MS,
     },
     rebuild: { workShare: e.REBUILD_WORK_SHARE },
+    catchUp: {
+      minLag: e.CATCH_UP_REPLAY_MIN_LAG === 'off' ? null : e.CATCH_UP_REPLAY_MIN_LAG,
+      minShare: e.CATCH_UP_REPLAY_MIN_SHARE,
+    },
     rateLimit: { max: e.RATE_LIMIT_MAX, windowMs: e.RATE_LIMIT_WINDOW_MS },
     limits: { batchInflatedBytes: e.BATCH_MAX_INFLATED_BYTES, messageBytes: e.MESSAGE_MAX_BYTES },
     logLevel: e.LOG_LEVEL,

@@ -9,6 +9,7 @@ import { listenApi } from './api-listen.js';
 import type { ServiceConfig } from './config.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './projector/projector-thread.js';
+import { startReplayThread } from './projector/replay-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
@@ -212,6 +213,10 @@ function lifecycleOf(
     endOffsets: (topics) => kafka.endOffsets(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
     keysStallMs: config.health.keysStallMs,
+    catchUp: {
+      ...config.catchUp,
+      start: (onProgress) => startReplayThread({ config, groupId: config.kafka.groupId, logger, onProgress }),
+    },
     events: parts.events,
     ...(views === null ? {} : { views }),
   });

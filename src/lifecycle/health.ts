@@ -19,6 +19,8 @@ export interface HealthReport {
   projectionVersion: number;
   rebuilding: boolean;
   candidate: { file: string; progress: number | null } | null;
+  /** a catch-up by replay under way: messages done of its total (null before its first report) */
+  replay: { done: number; total: number | null } | null;
   projector: SupervisorStatus | null;
   totalLag: number | null;
   partitions: PartitionLag[];
@@ -116,6 +118,7 @@ export class Health {
       projectionVersion: PROJECTION_VERSION,
       rebuilding: candidate !== null,
       candidate: candidate === null ? null : { file: candidate.file, progress: this.progressOf(candidate) },
+      replay: null,
       projector,
       totalLag: totalLag(this.lag),
       partitions: this.lag?.partitions ?? [],

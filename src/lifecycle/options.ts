@@ -11,6 +11,7 @@ import type { PartitionLag } from './readiness.js';
 import type { ServiceState } from './states.js';
 import type { Backoff } from '../backoff.js';
 import type { RestartReason } from './supervisor.js';
+import type { CatchUpOptions } from './catch-up.js';
 
 /** What the lifecycle reports as it goes; the service turns it into metrics. */
 export interface LifecycleEvents {
@@ -44,6 +45,8 @@ export interface LifecycleOptions {
   views?: ViewSink;
   /** a candidate that gains less than a tenth of its distance to the served model over this long stops giving way (default 30 s) */
   candidateGainWindowMs?: number;
+  /** catching up by replay when far behind (`catch-up.ts`); absent: the projector alone catches up */
+  catchUp?: CatchUpOptions;
   /** a transition outside the table throws (tests); otherwise it is refused, logged and counted */
   strictTransitions?: boolean;
 }

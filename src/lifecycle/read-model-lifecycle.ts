@@ -21,6 +21,8 @@ import type { LifecycleOptions } from './options.js';
 import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
 import { hasReached } from './generation.js';
 import { switchOver } from './switch.js';
+import { logSizeOf, ReplayWatch, type RunningReplay } from './catch-up.js';
+import type { ReplayResult } from '../projector/replay-thread.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
 
@@ -35,6 +37,9 @@ export class ReadModelLifecycle {
   private readonly modelTopics: ReadonlySet<string>;
   private readonly candidates: Candidates;
   private readonly projectors: ProjectorContext;
+
+  /** a catch-up by replay (`catch-up.ts`); null when the options ask for none */
+  private readonly replays: ReplayWatch<Generation> | null;
 
   /** What the API answers from, published to the request threads as it changes. */
   private readonly view: ServedView;
@@ -73,6 +78,15 @@ export class ReadModelLifecycle {
       ...(options.events === undefined ? {} : { events: options.events }),
       candidateMoved: () => void this.maybeSwitch(),
     };
+    this.replays =
+      options.catchUp === undefined
+        ? null
+        : new ReplayWatch<Generation>(options.catchUp, {
+            stallTimeoutMs: options.stallTimeoutMs,
+            now: () => clock.now(),
+            onProgress: (progress) =>
+              options.events?.candidateProgress?.(progress.total === 0 ? 1 : progress.done / progress.total),
+          });
   }
 
   /** Opens the served model (creating the first one), adopts a proposed candidate, and starts the projectors. */
@@ -121,7 +135,15 @@ export class ReadModelLifecycle {
   /** Readiness and what it rests on; reads only. */
   health(): HealthReport {
     const now = this.options.clock.now();
-    return this.keys.joinedTo(this.health_.report(this.machine.current, now), now);
+    const report = this.health_.report(this.machine.current, now);
+    const replay = this.replays?.active() ?? null;
+    if (replay !== null) {
+      report.replay = { done: replay.done, total: replay.total };
+      report.reasons.push(
+        `catching up by replay into a new model (${replay.done} of ${replay.total ?? 'unknown'} messages)`,
+      );
+    }
+    return this.keys.joinedTo(report, now);
   }
 
   /**
@@ -171,11 +193,62 @@ export class ReadModelLifecycle {
       this.machine.moveTo({ ...state, gainMark });
     } else if (state.name === 'catching_up' || state.name === 'live') {
       const lag = this.health_.totalLag();
-      this.machine.moveTo({
-        name: lag !== null && lag <= this.options.readyMaxLag ? 'live' : 'catching_up',
-        served: state.served,
-      });
+      const name = lag !== null && lag <= this.options.readyMaxLag ? 'live' : 'catching_up';
+      this.machine.moveTo({ name, served: state.served });
+      if (name === 'catching_up' && lag !== null && state.served.currentVersion)
+        this.maybeReplay(state.served, lag, logSizeOf(modelEnds), now);
     }
+    this.replays?.abortIfStalled(now);
+  }
+
+  /**
+   * Far behind, the served model is caught up by a replay into a new model (`catch-up.ts`); its own
+   * projector stops meanwhile, so that the replay has the cores, and starts again if the replay fails.
+   */
+  private maybeReplay(served: Generation, lag: number, logSize: number, now: number): void {
+    const replay = this.replays?.maybeStart(served, lag, logSize, now) ?? null;
+    if (replay === null) return;
+    this.options.logger.info(
+      { lag, logSize, served: served.file },
+      'far behind: catching up by replaying the topics into a new model; the served model answers meanwhile',
+    );
+    // Its end is handled once the served projector has stopped: only then can it be started again.
+    const stopped = served.stopProjecting().catch(() => false);
+    void stopped
+      .then(() => replay.thread.done)
+      .then(
+        (result) => this.machine.send('replay finished', () => this.replayFinished(replay, result)),
+        (error: unknown) => this.machine.send('replay failed', () => this.replayFailed(replay, error)),
+      );
+  }
+
+  /** The replay's model is proposed like a rebuild's, and adopted: served once it has reached the served one. */
+  private replayFinished(replay: RunningReplay<Generation>, result: ReplayResult): void {
+    this.replays?.ended(replay, false, this.options.clock.now());
+    this.options.logger.info(
+      { ...result, eventsPerSecond: Math.round(result.done / Math.max(result.durationMs / 1000, 0.001)) },
+      'the catch-up replay finished; its model is served once it has reached the served one',
+    );
+    this.options.files.proposeNext(result.file);
+    this.proposals();
+    // not adopted (the service stops, or a newer proposal came first): the served model goes on
+    this.resumeServed(replay.served);
+  }
+
+  private replayFailed(replay: RunningReplay<Generation>, error: unknown): void {
+    const retryInMs = this.replays?.ended(replay, true, this.options.clock.now());
+    this.options.logger.warn(
+      { err: error, retryInMs },
+      'the catch-up replay failed; the served model catches up by itself meanwhile',
+    );
+    this.resumeServed(replay.served);
+  }
+
+  /** Gives the served model its projector back, unless it is no longer served or it runs already. */
+  private resumeServed(served: Generation): void {
+    const state = this.machine.current;
+    if (state.served !== served || served.isProjecting()) return;
+    if (isServing(state) || state.name === 'rebuilding') this.project(served, this.options.groupId);
   }
 
   private proposals(): void {
@@ -199,6 +272,9 @@ export class ReadModelLifecycle {
     candidate.setGiveWay(true);
     this.machine.moveTo({ name: 'rebuilding', served, candidate, gainMark: null, lock });
     this.project(candidate, `${this.options.groupId}.candidate.${this.options.clock.now()}`);
+    // A candidate ahead of the served model already (a catch-up replay's) is switched to at once,
+    // without waiting for a batch of its own.
+    void this.maybeSwitch();
   }
 
   private async switchIfReached(): Promise<void> {
@@ -236,6 +312,7 @@ export class ReadModelLifecycle {
     const lock = state.name === 'rebuilding' ? state.lock : null;
     this.machine.moveTo({ name: 'stopping', served, candidate, lock });
     await Promise.all([
+      this.replays?.active()?.thread.abort(),
       served.stopProjecting(),
       candidate?.stopProjecting(),
       this.keys.stop(),

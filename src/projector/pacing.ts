@@ -29,6 +29,13 @@ export interface PacingOptions {
 export const maxPauseMs = 1000;
 
 /**
+ * Requests come first: when both want more CPU than there is, the thread answering them wins and
+ * the projector catches up with what is left (lag is what /readyz watches). Linux gives each
+ * thread its own nice value; elsewhere the thread keeps the process's priority.
+ */
+export const PROJECTOR_THREAD_NICE = 5;
+
+/**
  * Decides the pause after each batch. A batch's work is the time from the end of the previous
  * pause to the end of the batch: the fetch before it (so the broker's work for this projector is
  * paced too), counted up to `maxPauseMs` (beyond it the thread was more likely waiting for its

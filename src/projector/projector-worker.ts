@@ -13,7 +13,7 @@ import { createLogger } from '../logger.js';
 import { openBuildFile, openReadModel } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
-import { maxPauseMs, Pacer, pause } from './pacing.js';
+import { maxPauseMs, Pacer, pause, PROJECTOR_THREAD_NICE } from './pacing.js';
 import { runProjection } from './projector.js';
 import { orderModelRoles } from '../../schemas/events.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
@@ -31,14 +31,9 @@ const logger =
     : createLogger(part.logLevel, 2).child({ component: 'rebuild', part: part.roles, file });
 process.on('warning', (warning) => post({ type: 'warning', name: warning.name, message: warning.message }));
 
-/**
- * Requests come first: when both want more CPU than there is, the thread answering them wins and
- * the projector catches up with what is left (lag is what /readyz watches). Linux gives each
- * thread its own nice value; elsewhere the thread keeps the process's priority.
- */
-const PROJECTOR_THREAD_NICE = 5;
-// The keys store's thread keeps the process's priority: a revocation waits for no request.
-if (part === undefined && !(roles ?? []).includes('apiKeys')) {
+// The keys store's thread keeps the process's priority: a revocation waits for no request. Every
+// other one, a rebuild's articles thread included, runs below the requests.
+if (!(roles ?? []).includes('apiKeys')) {
   try {
     const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(threadId, PROJECTOR_THREAD_NICE);

@@ -39,6 +39,8 @@ export interface RebuildOptions {
   groupId: string;
   logger: Logger;
   onProgress?: (progress: RebuildProgress) => void;
+  /** who holds the rebuild lock, as another rebuild is told (default: the `rebuild` command) */
+  lockReason?: string;
   /** resolves when the rebuild should stop early (the build file is then removed) */
   abort?: Promise<void>;
   /**
@@ -54,7 +56,7 @@ export class RebuildAborted extends Error {
 }
 
 export async function rebuildModel(options: RebuildOptions): Promise<RebuildResult> {
-  const release = options.files.acquireRebuildLock('rebuild');
+  const release = options.files.acquireRebuildLock(options.lockReason ?? 'rebuild');
   try {
     // Holding the lock, no other rebuild is writing: any build left in the directory was abandoned.
     const removedAbandoned = options.files.abandonedBuilds();

@@ -36,8 +36,6 @@ export class LockHeld extends Error {
   }
 }
 
-const processToken = randomBytes(8).toString('hex');
-
 /** The start of process `pid` in clock ticks after boot (field 22 of /proc/PID/stat), or null. */
 export function processStartOf(pid: number): number | null {
   try {
@@ -49,6 +47,14 @@ export function processStartOf(pid: number): number | null {
     return null;
   }
 }
+
+/**
+ * Unique to this process and the same in each of its threads, which load this module each anew (a
+ * catch-up replay's thread must see the main thread's lock as held): the pid and the process's start.
+ * Where /proc is not there, random, and so one per thread.
+ */
+const processToken = ((start) =>
+  start === null ? randomBytes(8).toString('hex') : `${process.pid}-${start}`)(processStartOf(process.pid));
 
 export function readHolder(path: string): LockHolder | null {
   try {

@@ -36,6 +36,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ REBUILD_WORK_SHARE: '1.5' })).toThrow(/REBUILD_WORK_SHARE/);
   });
 
+  it('turns the catch-up by replay off with CATCH_UP_REPLAY_MIN_LAG=off', () => {
+    expect(loadConfig({ CATCH_UP_REPLAY_MIN_LAG: 'off' }).catchUp).toEqual({ minLag: null, minShare: 0.6 });
+    expect(() => loadConfig({ CATCH_UP_REPLAY_MIN_LAG: 'OFF' })).toThrow(
+      /CATCH_UP_REPLAY_MIN_LAG: must be off or a decimal integer of at least 1/,
+    );
+  });
+
   it('coerces nothing: an empty or non-decimal number is refused, and every such problem is listed at once', () => {
     const load = (): unknown =>
       loadConfig({

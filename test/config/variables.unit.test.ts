@@ -128,6 +128,20 @@ const numbers: NumberCase[] = [
     refused: ['0.04', '1.01', '.5', '1.'],
   },
   {
+    name: 'CATCH_UP_REPLAY_MIN_LAG',
+    read: (c) => c.catchUp.minLag ?? undefined,
+    byDefault: 500_000,
+    accepted: ['1', '9007199254740991'],
+    refused: ['0', 'never', '-1', '1e6'],
+  },
+  {
+    name: 'CATCH_UP_REPLAY_MIN_SHARE',
+    read: (c) => c.catchUp.minShare,
+    byDefault: 0.6,
+    accepted: ['0', '1', '0.25'],
+    refused: ['1.01', '.5', '-0.5'],
+  },
+  {
     name: 'OTEL_TRACES_SAMPLER_ARG',
     read: (c) => c.tracing?.samplerRatio,
     byDefault: 1,

@@ -28,7 +28,10 @@ export interface LifecycleFixture {
 export function lifecycleFixture(
   dataDir: string,
   options: Partial<
-    Pick<LifecycleOptions, 'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs' | 'keysStallMs'>
+    Pick<
+      LifecycleOptions,
+      'readyMaxLag' | 'stallTimeoutMs' | 'candidateGainWindowMs' | 'keysStallMs' | 'catchUp'
+    >
   > & {
     beforeBatch?: (file: string) => void | Promise<void>;
   } = {},
@@ -56,6 +59,7 @@ export function lifecycleFixture(
     endOffsets: (topics) => kafka.endOffsets(topics),
     keysBackoff: { initialMs: 20, maxMs: 200 },
     ...(options.keysStallMs === undefined ? {} : { keysStallMs: options.keysStallMs }),
+    ...(options.catchUp === undefined ? {} : { catchUp: options.catchUp }),
     startProjector: (spec) => {
       giveWayFlags.set(spec.file, spec.giveWay);
       return startInProcess(spec);

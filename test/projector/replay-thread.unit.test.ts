@@ -1,0 +1,71 @@
+/**
+ * The catch-up replay's thread: how its end reaches the main thread. Whatever ends it (the
+ * rebuild's own failure, an abort, the thread dying), `done` rejects with the reason, so the
+ * lifecycle gives the served model its projector back.
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import { startReplayThread } from '../../src/projector/replay-thread.js';
+import { tempDir } from '../helpers/temp.js';
+
+const root = tempDir('replay-thread');
+const sockets = new Set<Socket>();
+/** A broker that accepts connections and answers nothing: the replay waits for it. */
+const silent: Server = createServer((socket) => {
+  sockets.add(socket);
+  socket.on('error', () => undefined);
+});
+afterAll(async () => {
+  for (const socket of sockets) socket.destroy();
+  await new Promise((resolve) => silent.close(resolve));
+});
+
+async function silentBroker(): Promise<string> {
+  if (!silent.listening) await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  const address = silent.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  return `127.0.0.1:${address.port}`;
+}
+
+const configOf = (dataDir: string, brokers: string) =>
+  loadConfig({ KAFKA_BROKERS: brokers, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+
+describe('the catch-up replay thread', () => {
+  it('fails with the reason when another rebuild holds the lock, and says who holds it', async () => {
+    const dataDir = join(root, 'locked');
+    const release = new ModelFiles(dataDir).acquireRebuildLock('an operator rebuild');
+    try {
+      const replay = startReplayThread({
+        config: configOf(dataDir, await silentBroker()),
+        groupId: 'test',
+        logger: pino({ level: 'silent' }),
+      });
+      await expect(replay.done).rejects.toMatchObject({
+        code: 'REBUILD_LOCKED',
+        message: expect.stringContaining('an operator rebuild') as string,
+      });
+    } finally {
+      release();
+    }
+  });
+
+  it('fails when its thread dies while it holds the lock', async () => {
+    const dataDir = join(root, 'dies');
+    const replay = startReplayThread({
+      config: configOf(dataDir, await silentBroker()),
+      groupId: 'test',
+      logger: pino({ level: 'silent' }),
+    });
+    const files = new ModelFiles(dataDir);
+    // it holds the lock while it waits for the broker
+    const deadline = Date.now() + 30_000;
+    while (files.lockHolder() === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(files.lockHolder()?.purpose).toBe('catch-up replay by the service');
+    await replay.terminate();
+    await expect(replay.done).rejects.toMatchObject({ code: 'REPLAY_THREAD_EXITED' });
+  });
+});
