@@ -63,6 +63,9 @@ export function startReplayThread(spec: {
     workerData: { config: spec.config, groupId: spec.groupId } satisfies ReplayWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],
+    // The projector threads' bounds (`projector-thread.ts`): batches are short-lived garbage, and an
+    // unbounded heap grew the replica by some 130 MB during a replay (bench/README.md, "Catch-up").
+    resourceLimits: { maxOldGenerationSizeMb: 96, maxYoungGenerationSizeMb: 16 },
   });
   let last: RebuildProgress | null = null;
   let settle: { resolve: (result: ReplayResult) => void; reject: (error: Error) => void };

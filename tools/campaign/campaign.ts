@@ -245,6 +245,7 @@ class Campaign {
       for (const refused of replica.refusedTransitions.splice(0))
         this.violation(replica, 'transitions in the table', refused);
     }
+    this.countCatchUpReplays();
     return {
       seed: this.options.seed,
       steps: this.steps,
@@ -261,6 +262,27 @@ class Campaign {
       scenario: this.options.scenario ?? [],
       caller: this.caller.counts,
     };
+  }
+
+  /** How often the replicas caught up by replay, and how those replays ended, from their logs. */
+  private countCatchUpReplays(): void {
+    const marks = {
+      'catch-up replay started': 'far behind: catching up by replaying',
+      'catch-up replay finished': 'the catch-up replay finished',
+      'catch-up replay failed': 'the catch-up replay failed',
+    };
+    for (const replica of this.replicas) {
+      const log = existsSync(replica.logFile) ? readFileSync(replica.logFile, 'utf8') : '';
+      for (const line of log.split('\n')) {
+        for (const [name, mark] of Object.entries(marks)) {
+          if (!line.includes(mark)) continue;
+          // a failure counted by its cause: aborted at a stop, the lock held by a rebuild, a stall
+          const cause = /"code":"([A-Z_]+)"/.exec(line)?.[1];
+          const key = cause === undefined ? name : `${name} (${cause})`;
+          this.faults[key] = (this.faults[key] ?? 0) + 1;
+        }
+      }
+    }
   }
 
   private draw(): Operation {

@@ -132,6 +132,10 @@ export class Replica {
       LAG_CHECK_INTERVAL_MS: '500',
       READY_MAX_LAG: '0',
       HTTP_WORKERS: String(this.httpWorkers),
+      // A replica far behind (wiped, restored from a snapshot, back after a burst) catches up by
+      // replay into a new model: at the campaign's scale of thousands of events, from a quarter of the log.
+      CATCH_UP_REPLAY_MIN_LAG: '100',
+      CATCH_UP_REPLAY_MIN_SHARE: '0.25',
     };
   }
 

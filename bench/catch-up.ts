@@ -1,0 +1,184 @@
+/**
+ * Live catch-up against a rebuild, on one data set in one run: a fresh replica catching up the
+ * whole log (a) batch by batch (`CATCH_UP_REPLAY_MIN_LAG=off`, the service before the catch-up
+ * replay), (b) as the service does by default (a replay into a new model, then served), and (c)
+ * the `rebuild` command. Rounds run a b c, then c b a, and so on, so that a drift of the machine
+ * weighs on each side alike. Each figure is process start to the last message applied (for the
+ * service: served, in `CURRENT`), and the ratios b/c and b/a are taken per round: median and range.
+ *   npm run bench:catch-up -- [--orders N] [--rounds N]
+ * Writes bench/results/catch-up-<UTC date-time>.json.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runServiceCommand } from '../tools/harness.js';
+import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
+import { loopbackServiceEnv } from '../tools/service-env.js';
+import { numericOptions, reportRun } from './cli.js';
+import {
+  benchDataOf,
+  dataSetFor,
+  endOffsetsVia,
+  kafkaOf,
+  rate,
+  startServiceProcess,
+  useBuiltService,
+  waitUntil,
+} from './lib.js';
+import { counterProbe, note, phase } from './progress.js';
+import { cpuMsOf, type Figure } from './run.js';
+import { spread } from './peers/rounds.js';
+
+const options = numericOptions(
+  { orders: 100_000, rounds: 2 },
+  'usage: npm run bench:catch-up -- [--orders N] [--rounds N]',
+);
+
+type Way = 'batchByBatch' | 'catchUp' | 'rebuild';
+
+interface Measure {
+  way: Way;
+  round: number;
+  /** process start to the last message applied */
+  ms: number;
+  eventsPerSecond: number;
+  /** CPU seconds of the service process (its threads included); null for the command */
+  cpuSeconds: number | null;
+  peakRssMb: number | null;
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  useBuiltService();
+  const data = benchDataOf(options.orders);
+  const dataSet = await dataSetFor(undefined, 'catch-up', data);
+  const dir = mkdtempSync(join(tmpdir(), 'bench-catch-up-'));
+  const measures: Measure[] = [];
+  try {
+    const total = await topicEndOffsets(
+      endOffsetsVia(kafkaOf(dataSet.brokers)),
+      Object.values(dataSet.topics),
+    );
+    note(`${total} messages in the topics`);
+    const service = async (way: Way, round: number, env: Record<string, string>): Promise<Measure> => {
+      const dataDir = join(dir, `${way}-${round}`);
+      const startedAt = Date.now();
+      const process_ = await startServiceProcess(dataSet.brokers, dataSet.topics, dataDir, env);
+      const pid = process_.child.pid ?? 0;
+      await phase(
+        `round ${round}: ${way}`,
+        () =>
+          waitUntil(
+            'every message applied and served',
+            () => appliedMessages(dataDir) >= total,
+            60 * 60_000,
+            50,
+          ),
+        counterProbe('events', () => appliedMessages(dataDir), total),
+      );
+      const ms = Date.now() - startedAt;
+      const cpu = cpuMsOf(pid);
+      const peakRssMb = process_.peakRssMb();
+      await process_.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      return {
+        way,
+        round,
+        ms,
+        eventsPerSecond: rate(total, ms),
+        cpuSeconds: cpu === null ? null : cpu / 1000,
+        peakRssMb,
+      };
+    };
+    const rebuild = async (round: number): Promise<Measure> => {
+      const startedAt = Date.now();
+      await phase(`round ${round}: rebuild`, () =>
+        runServiceCommand(
+          ['rebuild', '--no-promote'],
+          loopbackServiceEnv({
+            brokers: dataSet.brokers,
+            groupId: `bench-catch-up-rebuild-${Date.now()}`,
+            topics: dataSet.topics,
+            dataDir: join(dir, `rebuild-${round}`),
+            logLevel: 'warn',
+          }),
+        ),
+      );
+      const ms = Date.now() - startedAt;
+      rmSync(join(dir, `rebuild-${round}`), { recursive: true, force: true });
+      return {
+        way: 'rebuild',
+        round,
+        ms,
+        eventsPerSecond: rate(total, ms),
+        cpuSeconds: null,
+        peakRssMb: null,
+      };
+    };
+    const run: Record<Way, (round: number) => Promise<Measure>> = {
+      batchByBatch: (round) => service('batchByBatch', round, { CATCH_UP_REPLAY_MIN_LAG: 'off' }),
+      catchUp: (round) => service('catchUp', round, {}),
+      rebuild,
+    };
+    for (let round = 1; round <= options.rounds; round += 1) {
+      const order: Way[] =
+        round % 2 === 1 ? ['batchByBatch', 'catchUp', 'rebuild'] : ['rebuild', 'catchUp', 'batchByBatch'];
+      for (const way of order) measures.push(await run[way](round));
+    }
+    const of = (way: Way, round: number): Measure =>
+      measures.find((m) => m.way === way && m.round === round)!;
+    const rounds = Array.from({ length: options.rounds }, (_, i) => i + 1);
+    const againstRebuild = rounds.map(
+      (r) => of('catchUp', r).eventsPerSecond / of('rebuild', r).eventsPerSecond,
+    );
+    const againstBefore = rounds.map(
+      (r) => of('catchUp', r).eventsPerSecond / of('batchByBatch', r).eventsPerSecond,
+    );
+    const list = (way: Way): string => rounds.map((r) => of(way, r).eventsPerSecond).join(', ') + ' events/s';
+    const described = (ratios: number[]): string => {
+      const { median, min, max, rounds: each } = spread(ratios);
+      return `median ${median}, range ${min} – ${max} (${each.join(', ')})`;
+    };
+    const figures: Figure[] = [
+      { name: 'data set', value: `${total} messages, ${data.orders} orders` },
+      { name: '(a) batch by batch (before), per round', value: list('batchByBatch') },
+      { name: '(b) catch-up as the service does it, per round', value: list('catchUp') },
+      { name: '(c) rebuild command, per round', value: list('rebuild') },
+      {
+        name: 'b / c: catch-up against the rebuild',
+        value: described(againstRebuild),
+        ratio: spread(againstRebuild).min,
+        target: '≥ 0.8 in the worst round',
+      },
+      {
+        name: 'b / a: catch-up against batch by batch',
+        value: described(againstBefore),
+        ratio: spread(againstBefore).min,
+      },
+      {
+        name: 'service CPU seconds, a and b, per round',
+        value: rounds
+          .map((r) => `${of('batchByBatch', r).cpuSeconds} / ${of('catchUp', r).cpuSeconds}`)
+          .join('; '),
+      },
+      {
+        name: 'service peak RSS, a and b, per round',
+        value: rounds
+          .map((r) => `${of('batchByBatch', r).peakRssMb} / ${of('catchUp', r).peakRssMb} MB`)
+          .join('; '),
+        target: '≤ 300 MB',
+      },
+    ];
+    reportRun('catch-up', started, options, figures, {
+      messages: total,
+      measures,
+      againstRebuild,
+      againstBefore,
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await dataSet.close();
+  }
+}
+
+await main();
