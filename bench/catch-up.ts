@@ -27,6 +27,7 @@ import {
 } from './lib.js';
 import { counterProbe, note, phase } from './progress.js';
 import { cpuMsOf, type Figure } from './run.js';
+import { loadSampler, type LoadSummary } from './peers/proc.js';
 import { spread } from './peers/rounds.js';
 
 const options = numericOptions(
@@ -45,6 +46,8 @@ interface Measure {
   /** CPU seconds of the service process (its threads included); null for the command */
   cpuSeconds: number | null;
   peakRssMb: number | null;
+  /** the machine's 1-minute load average while it ran */
+  loadAverage: LoadSummary;
 }
 
 async function main(): Promise<void> {
@@ -54,6 +57,7 @@ async function main(): Promise<void> {
   const dataSet = await dataSetFor(undefined, 'catch-up', data);
   const dir = mkdtempSync(join(tmpdir(), 'bench-catch-up-'));
   const measures: Measure[] = [];
+  const load = loadSampler();
   try {
     const total = await topicEndOffsets(
       endOffsetsVia(kafkaOf(dataSet.brokers)),
@@ -88,6 +92,7 @@ async function main(): Promise<void> {
         eventsPerSecond: rate(total, ms),
         cpuSeconds: cpu === null ? null : cpu / 1000,
         peakRssMb,
+        loadAverage: load.summary(startedAt),
       };
     };
     const rebuild = async (round: number): Promise<Measure> => {
@@ -113,6 +118,7 @@ async function main(): Promise<void> {
         eventsPerSecond: rate(total, ms),
         cpuSeconds: null,
         peakRssMb: null,
+        loadAverage: load.summary(startedAt),
       };
     };
     const run: Record<Way, (round: number) => Promise<Measure>> = {
@@ -140,7 +146,10 @@ async function main(): Promise<void> {
       return `median ${median}, range ${min} – ${max} (${each.join(', ')})`;
     };
     const figures: Figure[] = [
-      { name: 'data set', value: `${total} messages, ${data.orders} orders` },
+      {
+        name: 'data set',
+        value: `${total} messages, ${data.orders} orders; load average over the run ${load.summary().mean} (${load.summary().min}–${load.summary().max})`,
+      },
       { name: '(a) batch by batch (before), per round', value: list('batchByBatch') },
       { name: '(b) catch-up as the service does it, per round', value: list('catchUp') },
       { name: '(c) rebuild command, per round', value: list('rebuild') },
@@ -176,6 +185,7 @@ async function main(): Promise<void> {
       againstBefore,
     });
   } finally {
+    load.stop();
     rmSync(dir, { recursive: true, force: true });
     await dataSet.close();
   }

@@ -94,10 +94,15 @@ export class ReplayWatch<Served> {
     return replay;
   }
 
-  /** True when the running replay has not moved for the stall timeout: it is being aborted. */
+  /**
+   * True when the running replay has not moved for the stall timeout: it is being aborted. Once it
+   * has read every message it only builds its indexes and joins its parts, with no broker to wait
+   * for and no progress to report: that is never a stall.
+   */
   abortIfStalled(now: number): boolean {
     const replay = this.running;
     if (replay === null || now - replay.movedAt <= this.watch.stallTimeoutMs) return false;
+    if (replay.total !== null && replay.done >= replay.total) return false;
     replay.movedAt = now; // one abort per stall
     void replay.thread.abort();
     return true;

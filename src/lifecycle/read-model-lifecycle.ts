@@ -237,6 +237,11 @@ export class ReadModelLifecycle {
 
   private replayFailed(replay: RunningReplay<Generation>, error: unknown): void {
     const retryInMs = this.replays?.ended(replay, true, this.options.clock.now());
+    const state = this.machine.current.name;
+    if (state === 'stopping' || state === 'stopped') {
+      this.options.logger.info('the catch-up replay was aborted: the service stops');
+      return;
+    }
     this.options.logger.warn(
       { err: error, retryInMs },
       'the catch-up replay failed; the served model catches up by itself meanwhile',

@@ -153,6 +153,28 @@ describe('the replay watch', () => {
     expect(started[0]!.aborted).toBe(true);
     expect(watch.abortIfStalled(52)).toBe(false);
   });
+
+  it('never aborts a replay that has read every message: it is building its indexes', () => {
+    const started: { aborted: boolean }[] = [];
+    let report: (progress: { done: number; total: number; deadLetters: number }) => void = () => undefined;
+    const watch = new ReplayWatch<string>(
+      {
+        minLag: 1,
+        minShare: 0,
+        start: (onProgress) => {
+          report = onProgress;
+          return stuckReplays(started)(onProgress);
+        },
+      },
+      { stallTimeoutMs: 50, now: () => 10 },
+    );
+    watch.maybeStart('served', 10, 10, 0);
+    report({ done: 9, total: 10, deadLetters: 0 });
+    expect(watch.abortIfStalled(100)).toBe(true);
+    report({ done: 10, total: 10, deadLetters: 0 });
+    expect(watch.abortIfStalled(1000)).toBe(false);
+    expect(started[0]!.aborted).toBe(true);
+  });
 });
 
 describe('catching up by replay (in-memory Kafka port)', () => {
