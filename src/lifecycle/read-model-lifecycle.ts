@@ -231,8 +231,9 @@ export class ReadModelLifecycle {
     );
     this.options.files.proposeNext(result.file);
     this.proposals();
-    // not adopted (the service stops, or a newer proposal came first): the served model goes on
-    this.resumeServed(replay.served);
+    // Not adopted (it could not be opened): the served model goes on by itself. Adopted, it is
+    // switched to at once, and the switch gives the served model its projector back if it fails.
+    if (isServing(this.machine.current)) this.resumeServed(replay.served);
   }
 
   private replayFailed(replay: RunningReplay<Generation>, error: unknown): void {
