@@ -3,34 +3,18 @@
  * rebuild's own failure, an abort, the thread dying), `done` rejects with the reason, so the
  * lifecycle gives the served model its projector back.
  */
-import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { startReplayThread } from '../../src/projector/replay-thread.js';
+import { silentBroker } from '../helpers/silent-broker.js';
 import { tempDir } from '../helpers/temp.js';
 
 const root = tempDir('replay-thread');
-const sockets = new Set<Socket>();
-/** A broker that accepts connections and answers nothing: the replay waits for it. */
-const silent: Server = createServer((socket) => {
-  sockets.add(socket);
-  socket.on('error', () => undefined);
-});
-afterAll(async () => {
-  for (const socket of sockets) socket.destroy();
-  await new Promise((resolve) => silent.close(resolve));
-});
-
-async function silentBroker(): Promise<string> {
-  if (!silent.listening) await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  const address = silent.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  return `127.0.0.1:${address.port}`;
-}
-
+/** the replay waits for it */
+const silent = await silentBroker();
 const configOf = (dataDir: string, brokers: string) =>
   loadConfig({ KAFKA_BROKERS: brokers, DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
 
@@ -40,7 +24,7 @@ describe('the catch-up replay thread', () => {
     const release = new ModelFiles(dataDir).acquireRebuildLock('an operator rebuild');
     try {
       const replay = startReplayThread({
-        config: configOf(dataDir, await silentBroker()),
+        config: configOf(dataDir, silent.address),
         groupId: 'test',
         logger: pino({ level: 'silent' }),
       });
@@ -56,7 +40,7 @@ describe('the catch-up replay thread', () => {
   it('fails when its thread dies while it holds the lock', async () => {
     const dataDir = join(root, 'dies');
     const replay = startReplayThread({
-      config: configOf(dataDir, await silentBroker()),
+      config: configOf(dataDir, silent.address),
       groupId: 'test',
       logger: pino({ level: 'silent' }),
     });
