@@ -120,7 +120,7 @@ export function serviceEnvSchema() {
       .union([z.literal('off'), decimalInteger.pipe(z.number().min(1))], {
         error: 'must be off or a decimal integer of at least 1',
       })
-      .default(500_000),
+      .default(1_000_000),
     /** the least share of the order topics' messages that such a lag must be */
     CATCH_UP_REPLAY_MIN_SHARE: decimalFraction.pipe(z.number().min(0).max(1)).default(0.6),
     /** requests per API key per window; 0 turns the limit off */

@@ -76,6 +76,8 @@ if (isEntryPoint(import.meta.url)) {
     for (const name of failedFiles(report, projectRoot)) console.log(name);
   } else {
     const lines = summary(report, projectRoot);
-    console.log(lines.length === 0 ? `${label}: no test failed` : `${label}: failed\n${lines.join('\n')}`);
+    console.log(
+      lines.length === 0 ? `${label}: no failed test in the report` : `${label}: failed\n${lines.join('\n')}`,
+    );
   }
 }

@@ -11,7 +11,7 @@
  * live projector gets there first.
  */
 import { backoffDelay, type Backoff } from '../backoff.js';
-import type { PartitionEnds } from '../kafka/port.js';
+import { offsetKey, type PartitionEnds, type Positions } from '../kafka/port.js';
 import type { RebuildProgress } from '../projector/rebuild-progress.js';
 import type { ReplayThread } from '../projector/replay-thread.js';
 
@@ -31,6 +31,16 @@ export const defaultReplayRetry: Backoff = { initialMs: 60_000, maxMs: 600_000 }
 /** Messages in the topics' logs now, from their start to their end. */
 export function logSizeOf(ends: readonly PartitionEnds[]): number {
   return ends.reduce((sum, end) => sum + Math.max(0, end.end - end.start), 0);
+}
+
+/**
+ * Whether a replay from the start of each partition's log builds everything the served model holds:
+ * true unless some partition's log no longer starts at offset 0 (retention deleted its first
+ * messages) while the served model has read messages of it. A model that has read none of it would
+ * start from the same first message as the replay.
+ */
+export function replayLosesNothing(ends: readonly PartitionEnds[], served: Positions): boolean {
+  return ends.every((end) => end.start === 0 || (served.get(offsetKey(end.topic, end.partition)) ?? 0) === 0);
 }
 
 /** Whether a lag of `lag` messages out of `logSize` is caught up faster by a replay than live. */

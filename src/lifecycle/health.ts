@@ -126,7 +126,11 @@ export class Health {
   }
 
   private watchStall(generation: Generation, partitions: PartitionLag[], now: number): void {
-    if (!generation.isProjecting()) return;
+    // A model with no projector (stopped for a replay or a switch) is watched anew once it has one.
+    if (!generation.isProjecting()) {
+      this.stall.delete(generation);
+      return;
+    }
     const signature = partitions.map((p) => p.nextOffset).join(',');
     const lagging = partitions.some((p) => p.lag > 0);
     const watch = this.stall.get(generation) ?? { signature, movedAt: now, stalledSince: null };

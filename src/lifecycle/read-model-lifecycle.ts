@@ -21,7 +21,7 @@ import type { LifecycleOptions } from './options.js';
 import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
 import { hasReached } from './generation.js';
 import { switchOver } from './switch.js';
-import { logSizeOf, ReplayWatch, type RunningReplay } from './catch-up.js';
+import { logSizeOf, replayLosesNothing, ReplayWatch, type RunningReplay } from './catch-up.js';
 import type { ReplayResult } from '../projector/replay-thread.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
@@ -138,6 +138,7 @@ export class ReadModelLifecycle {
     const report = this.health_.report(this.machine.current, now);
     const replay = this.replays?.active() ?? null;
     if (replay !== null) {
+      report.ready = false;
       report.replay = { done: replay.done, total: replay.total };
       report.reasons.push(
         `catching up by replay into a new model (${replay.done} of ${replay.total ?? 'unknown'} messages)`,
@@ -153,7 +154,16 @@ export class ReadModelLifecycle {
    */
   async checkLag(): Promise<void> {
     if (!this.machine.started() || this.stopRequested.signal.aborted) return;
-    const ends = await this.options.endOffsets(Object.values(this.options.topics));
+    let ends: PartitionEnds[];
+    try {
+      ends = await this.options.endOffsets(Object.values(this.options.topics));
+    } catch (error) {
+      // A replay waiting on a broker that does not answer is aborted all the same.
+      await this.machine.post('lag not measured', () => {
+        this.replays?.abortIfStalled(this.options.clock.now());
+      });
+      throw error;
+    }
     await this.machine.post('lag measured', () => this.lagMeasured(ends));
   }
 
@@ -196,7 +206,7 @@ export class ReadModelLifecycle {
       const name = lag !== null && lag <= this.options.readyMaxLag ? 'live' : 'catching_up';
       this.machine.moveTo({ name, served: state.served });
       if (name === 'catching_up' && lag !== null && state.served.currentVersion)
-        this.maybeReplay(state.served, lag, logSizeOf(modelEnds), now);
+        this.maybeReplay(state.served, lag, modelEnds, now);
     }
     this.replays?.abortIfStalled(now);
   }
@@ -205,9 +215,16 @@ export class ReadModelLifecycle {
    * Far behind, the served model is caught up by a replay into a new model (`catch-up.ts`); its own
    * projector stops meanwhile, so that the replay has the cores, and starts again if the replay fails.
    */
-  private maybeReplay(served: Generation, lag: number, logSize: number, now: number): void {
-    const replay = this.replays?.maybeStart(served, lag, logSize, now) ?? null;
+  private maybeReplay(served: Generation, lag: number, ends: readonly PartitionEnds[], now: number): void {
+    if (this.replays === null) return;
+    // A replay reads the log from its start: where the log has lost messages the served model
+    // holds, it would build an older model.
+    if (!replayLosesNothing(ends, served.positions())) return;
+    // Another rebuild holds the lock: a replay would stop the served projector only to be refused.
+    if (this.options.files.rebuildRunning()) return;
+    const replay = this.replays.maybeStart(served, lag, logSizeOf(ends), now);
     if (replay === null) return;
+    const logSize = logSizeOf(ends);
     this.options.logger.info(
       { lag, logSize, served: served.file },
       'far behind: catching up by replaying the topics into a new model; the served model answers meanwhile',
@@ -224,16 +241,24 @@ export class ReadModelLifecycle {
 
   /** The replay's model is proposed like a rebuild's, and adopted: served once it has reached the served one. */
   private replayFinished(replay: RunningReplay<Generation>, result: ReplayResult): void {
-    this.replays?.ended(replay, false, this.options.clock.now());
     this.options.logger.info(
       { ...result, eventsPerSecond: Math.round(result.done / Math.max(result.durationMs / 1000, 0.001)) },
       'the catch-up replay finished; its model is served once it has reached the served one',
     );
-    this.options.files.proposeNext(result.file);
-    this.proposals();
-    // Not adopted (it could not be opened): the served model goes on by itself. Adopted, it is
-    // switched to at once, and the switch gives the served model its projector back if it fails.
-    if (isServing(this.machine.current)) this.resumeServed(replay.served);
+    let proposed = false;
+    try {
+      this.options.files.proposeNext(result.file);
+      proposed = true;
+      this.proposals();
+    } catch (error) {
+      this.options.logger.error({ err: error, file: result.file }, 'proposing the replayed model failed');
+    } finally {
+      this.replays?.ended(replay, !proposed, this.options.clock.now());
+      // Not adopted (it could not be opened or proposed): the served model goes on by itself.
+      // Adopted, it is switched to at once; a switch that fails gives the served model its
+      // projector back.
+      if (isServing(this.machine.current)) this.resumeServed(replay.served);
+    }
   }
 
   private replayFailed(replay: RunningReplay<Generation>, error: unknown): void {

@@ -45,7 +45,9 @@ try {
     abort: aborted,
     onProgress: (progress: RebuildProgress) => {
       const now = performance.now();
-      if (now - postedAt < progressEveryMs) return;
+      // The last report always goes: the lifecycle's watchdog leaves a replay that has read every
+      // message alone while it builds its indexes, with nothing more to report.
+      if (now - postedAt < progressEveryMs && progress.done < progress.total) return;
       postedAt = now;
       post({ type: 'progress', progress });
     },

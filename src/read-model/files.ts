@@ -24,6 +24,7 @@ import {
   defaultLease,
   LockHeld,
   readHolder,
+  staleBecause,
   type Lease,
   type LockHolder,
 } from './lease-lock.js';
@@ -215,6 +216,12 @@ export class ModelFiles {
   /** Who holds the rebuild lock, or null. */
   lockHolder(): LockHolder | null {
     return readHolder(this.lockPath);
+  }
+
+  /** Whether a rebuild holds the lock now (a lock whose holder is gone does not count). */
+  rebuildRunning(): boolean {
+    const holder = this.lockHolder();
+    return holder !== null && staleBecause(holder, defaultLease) === null;
   }
 
   /** Builds left behind by interrupted rebuilds. */

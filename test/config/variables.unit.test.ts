@@ -130,7 +130,7 @@ const numbers: NumberCase[] = [
   {
     name: 'CATCH_UP_REPLAY_MIN_LAG',
     read: (c) => c.catchUp.minLag ?? undefined,
-    byDefault: 500_000,
+    byDefault: 1_000_000,
     accepted: ['1', '9007199254740991'],
     refused: ['0', 'never', '-1', '1e6'],
   },

@@ -2,8 +2,9 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
-import { logSizeOf, replayPays, ReplayWatch } from '../../src/lifecycle/catch-up.js';
+import { logSizeOf, replayLosesNothing, replayPays, ReplayWatch } from '../../src/lifecycle/catch-up.js';
 import type { CatchUpOptions } from '../../src/lifecycle/catch-up.js';
+import { offsetKey } from '../../src/kafka/port.js';
 import type { RebuildProgress } from '../../src/projector/rebuild-progress.js';
 import { rebuildModel } from '../../src/projector/rebuild.js';
 import { ReplayFailed, type ReplayThread } from '../../src/projector/replay-thread.js';
@@ -105,6 +106,38 @@ describe('when a replay pays', () => {
     expect(replayPays(99, 99, options)).toBe(false);
     expect(replayPays(0, 0, { minLag: 1, minShare: 0 })).toBe(false);
     expect(replayPays(10 ** 9, 10 ** 9, { minLag: null, minShare: 0 })).toBe(false);
+  });
+
+  it('replays only where the log still holds every message the served model has read', () => {
+    const ends = [
+      { topic: 'a', partition: 0, start: 0, end: 25 },
+      { topic: 'a', partition: 1, start: 40, end: 50 },
+    ];
+    // partition 1 lost its first 40 messages: a model that read some of them holds what a replay cannot
+    expect(
+      replayLosesNothing(
+        ends,
+        new Map([
+          [offsetKey('a', 0), 10],
+          [offsetKey('a', 1), 45],
+        ]),
+      ),
+    ).toBe(false);
+    expect(replayLosesNothing(ends, new Map([[offsetKey('a', 1), 3]]))).toBe(false);
+    // one that read nothing of it starts where a replay does
+    expect(replayLosesNothing(ends, new Map([[offsetKey('a', 0), 10]]))).toBe(true);
+    expect(
+      replayLosesNothing(
+        ends,
+        new Map([
+          [offsetKey('a', 0), 10],
+          [offsetKey('a', 1), 0],
+        ]),
+      ),
+    ).toBe(true);
+    expect(
+      replayLosesNothing([{ topic: 'a', partition: 0, start: 0, end: 9 }], new Map([[offsetKey('a', 0), 9]])),
+    ).toBe(true);
   });
 
   it('counts the messages of every partition from its start to its end', () => {
@@ -240,6 +273,26 @@ describe('catching up by replay (in-memory Kafka port)', () => {
     expect(replays).toHaveLength(0);
   });
 
+  it('starts no replay while another rebuild holds the lock', async () => {
+    const replays: { aborted: boolean }[] = [];
+    const f = lifecycleFixture(dataDir(), {
+      ...slowly,
+      catchUp: { minLag: 1, minShare: 0, start: stuckReplays(replays) },
+    });
+    running.push(f);
+    const release = f.files.acquireRebuildLock('an operator rebuild');
+    try {
+      f.kafka.batchSize = 5;
+      f.publish([issueKeyOf(1), ...orders(1, 1000)]);
+      f.lifecycle.start();
+      await waitUntil('live', () => live(f), 10_000, 5);
+      expect(replays).toHaveLength(0);
+      expect(totalOf(f)).toBe(1000);
+    } finally {
+      release();
+    }
+  });
+
   it('gives the served model its projector back when the replay fails, and waits before the next', async () => {
     const replays: { aborted: boolean }[] = [];
     const f = lifecycleFixture(dataDir(), {
@@ -280,6 +333,7 @@ describe('catching up by replay (in-memory Kafka port)', () => {
     await waitUntil('a replay', async () => (await f.tick(), replays.length === 1), 10_000, 5);
     const during = f.lifecycle.health();
     expect(during.replay).toEqual({ done: 0, total: null });
+    expect(during.ready).toBe(false);
     expect(during.reasons).toContain('catching up by replay into a new model (0 of unknown messages)');
     expect(f.lifecycle.servedProjector()).toBeNull();
     await waitUntil('live', () => live(f), 10_000, 5);
