@@ -19,12 +19,14 @@ describe.concurrent('the randomized fault campaign', () => {
       async () => {
         const report = await runCampaign({ seed, minutes, steps: 100_000, httpWorkers });
         console.log(formatReport(report));
-        expect(report.steps.length).toBeGreaterThan(5);
         // each violation as the campaign prints it, with the replay command and the steps around it
         const violations = report.violations.map(
           (v) => `step ${v.step} ${v.replica} [${v.invariant}] ${v.detail}`,
         );
         expect(violations, formatReport(report)).toEqual([]);
+        // It did something: beside three other test files on two cores, a one-minute seed has made
+        // 5 to 28 steps, a replica catching up by replay among them.
+        expect(report.steps.length).toBeGreaterThanOrEqual(3);
       },
       (minutes * 60 + 300) * 1000,
     );
