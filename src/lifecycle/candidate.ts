@@ -35,6 +35,10 @@ export class Candidates {
     const proposal = this.proposal(served, candidate);
     if (proposal !== null) {
       if (candidate !== null) this.retire(candidate);
+      this.options.logger.info(
+        { file: proposal.file, served: served.file },
+        'catching up a proposed model before serving it',
+      );
       return { candidate: proposal, lock, proposed: true };
     }
     const rebuild = candidate === null && !served.currentVersion ? this.versionRebuild() : null;

@@ -1,134 +1,169 @@
 /**
- * Catching up by replay. A replica far behind rebuilds its model from the start of the topics with
- * the `rebuild` command's machinery (a bulk-load file, the articles in a thread of their own: 1.5 to
- * 1.8 times the live projector's events per second at 1 000 000 orders, bench/README.md) instead of applying its backlog batch by batch.
- * The served model keeps answering meanwhile, its projector stopped so that the replay has the
- * cores; the new model is proposed like any rebuild, and served once it has reached the served one
- * (the one switch of every candidate, which never serves an older model).
- *
- * Far behind means: a lag of at least `minLag` messages that is also at least `minShare` of every
- * message in the order topics. A replay reads all of them, so with less of the log to catch up the
- * live projector gets there first.
+ * Catching up by replay, as the lifecycle runs it: a replica far behind (`replay-watch.ts` says
+ * when) rebuilds its model from the start of the topics in a thread of its own, with the `rebuild`
+ * command's machinery, instead of applying its backlog batch by batch. The served model keeps
+ * answering meanwhile, its projector stopped so that the replay has the cores; the new model is
+ * proposed like any rebuild, and served once it has reached the served one (the one switch of
+ * every candidate, which never serves an older model).
  */
-import { backoffDelay, type Backoff } from '../backoff.js';
-import { offsetKey, type PartitionEnds, type Positions } from '../kafka/port.js';
-import type { RebuildProgress } from '../projector/rebuild-progress.js';
-import type { ReplayThread } from '../projector/replay-thread.js';
+import type { PartitionEnds, Positions } from '../kafka/port.js';
+import type { Logger } from '../logger.js';
+import type { ReplayResult } from '../projector/replay-thread.js';
+import type { HealthReport } from './health.js';
+import type { LifecycleOptions } from './options.js';
+import {
+  logSizeOf,
+  replayLosesNothing,
+  ReplayWatch,
+  type CatchUpOptions,
+  type RunningReplay,
+} from './replay-watch.js';
 
-export interface CatchUpOptions {
-  /** the least lag, in messages, caught up by replay; null: never */
-  minLag: number | null;
-  /** the least share of the order topics' messages that the lag must be, 0 – 1 */
-  minShare: number;
-  /** starts a replay in a thread of its own */
-  start: (onProgress: (progress: RebuildProgress) => void) => ReplayThread;
-  /** the wait after a failed replay before the next, doubling with each failure in a row (default 1 to 10 min) */
-  retry?: Backoff;
+export type { CatchUpOptions };
+
+/** What a catch-up by replay asks of the served model. */
+export interface ReplayedModel {
+  readonly file: string;
+  positions(): Positions;
+  /** stops its projector; resolves once it has stopped */
+  stopProjecting(): Promise<unknown>;
 }
 
-export const defaultReplayRetry: Backoff = { initialMs: 60_000, maxMs: 600_000 };
-
-/** Messages in the topics' logs now, from their start to their end. */
-export function logSizeOf(ends: readonly PartitionEnds[]): number {
-  return ends.reduce((sum, end) => sum + Math.max(0, end.end - end.start), 0);
+/** What a catch-up by replay asks of the lifecycle: its queue, and the moves only the lifecycle makes. */
+export interface CatchUpHost<Served> {
+  logger: Logger;
+  now: () => number;
+  /** queues a command behind the lifecycle's others */
+  send: (label: string, command: () => void) => void;
+  /** whether another rebuild holds the lock */
+  rebuildRunning: () => boolean;
+  /** proposes the model in `file` (`NEXT`) and adopts it; throws when it cannot */
+  propose: (file: string) => void;
+  /** gives `served` its projector back if it is still served and not projecting; while a candidate is adopted too, if `evenWhileRebuilding` */
+  resume: (served: Served, evenWhileRebuilding: boolean) => void;
+  /** whether the service is stopping */
+  stopping: () => boolean;
 }
 
 /**
- * Whether a replay from the start of each partition's log builds everything the served model holds:
- * true unless some partition's log no longer starts at offset 0 (retention deleted its first
- * messages) while the served model has read messages of it. A model that has read none of it would
- * start from the same first message as the replay.
+ * The catch-up by replay of one lifecycle: starts a replay when the served model is far behind,
+ * stops the served projector meanwhile, proposes the replay's model once it has finished, and gives
+ * the served model its projector back when the replay fails. Its commands run in the lifecycle's queue.
  */
-export function replayLosesNothing(ends: readonly PartitionEnds[], served: Positions): boolean {
-  return ends.every((end) => end.start === 0 || (served.get(offsetKey(end.topic, end.partition)) ?? 0) === 0);
-}
-
-/** Whether a lag of `lag` messages out of `logSize` is caught up faster by a replay than live. */
-export function replayPays(
-  lag: number,
-  logSize: number,
-  options: Pick<CatchUpOptions, 'minLag' | 'minShare'>,
-): boolean {
-  return options.minLag !== null && lag > 0 && lag >= options.minLag && lag >= options.minShare * logSize;
-}
-
-/** A replay under way, for the served model it was started for. */
-export interface RunningReplay<Served> {
-  thread: ReplayThread;
-  served: Served;
-  /** when its count of messages done last moved */
-  movedAt: number;
-  done: number;
-  total: number | null;
-}
-
-/**
- * When to start a replay, and its watchdog: one at a time; none for `retry` after a failure; one
- * whose progress has not moved for the stall timeout is aborted (its end is reported as a failure).
- */
-export class ReplayWatch<Served> {
-  private running: RunningReplay<Served> | null = null;
-  private failures = 0;
-  private notBefore = 0;
+export class CatchUpByReplay<Served extends ReplayedModel> {
+  private readonly watch: ReplayWatch<Served>;
 
   constructor(
-    private readonly options: CatchUpOptions,
-    private readonly watch: {
-      stallTimeoutMs: number;
-      now: () => number;
-      onProgress?: (progress: RebuildProgress) => void;
-    },
-  ) {}
-
-  active(): RunningReplay<Served> | null {
-    return this.running;
+    options: CatchUpOptions,
+    watch: ConstructorParameters<typeof ReplayWatch<Served>>[1],
+    private readonly host: CatchUpHost<Served>,
+  ) {
+    this.watch = new ReplayWatch<Served>(options, watch);
   }
 
-  /** Starts a replay for `served` when none runs, none failed lately, and it pays; returns it, or null. */
-  maybeStart(served: Served, lag: number, logSize: number, now: number): RunningReplay<Served> | null {
-    if (this.running !== null || now < this.notBefore) return null;
-    if (!replayPays(lag, logSize, this.options)) return null;
-    const replay: RunningReplay<Served> = {
-      served,
-      movedAt: now,
-      done: 0,
-      total: null,
-      thread: this.options.start((progress) => {
-        if (progress.done !== replay.done) replay.movedAt = this.watch.now();
-        replay.done = progress.done;
-        replay.total = progress.total;
-        this.watch.onProgress?.(progress);
-      }),
+  /** The catch-up of a lifecycle with `options`, or null where they ask for none. */
+  static of<Served extends ReplayedModel>(
+    options: LifecycleOptions,
+    lifecycle: Pick<CatchUpHost<Served>, 'send' | 'propose' | 'resume' | 'stopping'>,
+  ): CatchUpByReplay<Served> | null {
+    const { catchUp, clock, events, files } = options;
+    if (catchUp === undefined) return null;
+    const now = (): number => clock.now();
+    const watch = {
+      stallTimeoutMs: options.stallTimeoutMs,
+      now,
+      onProgress: (progress: { done: number; total: number }) =>
+        events?.candidateProgress?.(progress.total === 0 ? 1 : progress.done / progress.total),
     };
-    this.running = replay;
-    return replay;
+    const host = { ...lifecycle, logger: options.logger, now, rebuildRunning: () => files.rebuildRunning() };
+    return new CatchUpByReplay<Served>(catchUp, watch, host);
+  }
+
+  active(): RunningReplay<Served> | null {
+    return this.watch.active();
+  }
+
+  /** A replay under way makes the service unready, and says how far it is. */
+  joinedTo(report: HealthReport): HealthReport {
+    const replay = this.watch.active();
+    if (replay === null) return report;
+    report.ready = false;
+    report.replay = { done: replay.done, total: replay.total };
+    report.reasons.push(
+      `catching up by replay into a new model (${replay.done} of ${replay.total ?? 'unknown'} messages)`,
+    );
+    return report;
+  }
+
+  abortIfStalled(now: number): void {
+    this.watch.abortIfStalled(now);
+  }
+
+  /** Aborts the replay under way, if any; resolves once it has ended. */
+  async abort(): Promise<void> {
+    await this.watch.active()?.thread.abort();
   }
 
   /**
-   * True when the running replay has not moved for the stall timeout: it is being aborted. Once it
-   * has read every message it only builds its indexes and joins its parts, with no broker to wait
-   * for and no progress to report: that is never a stall.
+   * Far behind (`lag` messages of the order topics, whose ends are `ends`), the served model is
+   * caught up by a replay into a new model; its own projector stops meanwhile, so that the replay
+   * has the cores, and starts again if the replay fails.
    */
-  abortIfStalled(now: number): boolean {
-    const replay = this.running;
-    if (replay === null || now - replay.movedAt <= this.watch.stallTimeoutMs) return false;
-    if (replay.total !== null && replay.done >= replay.total) return false;
-    replay.movedAt = now; // one abort per stall
-    void replay.thread.abort();
-    return true;
+  lagMeasured(served: Served, lag: number, ends: readonly PartitionEnds[], now: number): void {
+    // A replay reads the log from its start: where the log has lost messages the served model
+    // holds, it would build an older model.
+    if (!replayLosesNothing(ends, served.positions())) return;
+    // Another rebuild holds the lock: a replay would stop the served projector only to be refused.
+    if (this.host.rebuildRunning()) return;
+    const logSize = logSizeOf(ends);
+    const replay = this.watch.maybeStart(served, lag, logSize, now);
+    if (replay === null) return;
+    this.host.logger.info(
+      { lag, logSize, served: served.file },
+      'far behind: catching up by replaying the topics into a new model; the served model answers meanwhile',
+    );
+    // Its end is handled once the served projector has stopped: only then can it be started again.
+    const stopped = served.stopProjecting().catch(() => false);
+    void stopped
+      .then(() => replay.thread.done)
+      .then(
+        (result) => this.host.send('replay finished', () => this.finished(replay, result)),
+        (error: unknown) => this.host.send('replay failed', () => this.failed(replay, error)),
+      );
   }
 
-  /** Records the end of `replay`: a failure holds the next one back, doubling in a row. */
-  ended(replay: RunningReplay<Served>, failed: boolean, now: number): number {
-    if (this.running === replay) this.running = null;
-    if (!failed) {
-      this.failures = 0;
-      return 0;
+  /** The replay's model is proposed like a rebuild's, and adopted: served once it has reached the served one. */
+  private finished(replay: RunningReplay<Served>, result: ReplayResult): void {
+    const { logger } = this.host;
+    logger.info(
+      { ...result, eventsPerSecond: Math.round(result.done / Math.max(result.durationMs / 1000, 0.001)) },
+      'the catch-up replay finished; its model is served once it has reached the served one',
+    );
+    let proposed = false;
+    try {
+      this.host.propose(result.file);
+      proposed = true;
+    } catch (error) {
+      logger.error({ err: error, file: result.file }, 'proposing the replayed model failed');
+    } finally {
+      this.watch.ended(replay, !proposed, this.host.now());
+      // Not adopted (it could not be opened or proposed): the served model goes on by itself.
+      // Adopted, it is switched to at once; a switch that fails gives the served model its
+      // projector back.
+      this.host.resume(replay.served, false);
     }
-    const retry = this.options.retry ?? defaultReplayRetry;
-    const delay = backoffDelay(retry, this.failures);
-    this.failures += 1;
-    this.notBefore = now + delay;
-    return delay;
+  }
+
+  private failed(replay: RunningReplay<Served>, error: unknown): void {
+    const retryInMs = this.watch.ended(replay, true, this.host.now());
+    if (this.host.stopping()) {
+      this.host.logger.info('the catch-up replay was aborted: the service stops');
+      return;
+    }
+    this.host.logger.warn(
+      { err: error, retryInMs },
+      'the catch-up replay failed; the served model catches up by itself meanwhile',
+    );
+    this.host.resume(replay.served, true);
   }
 }

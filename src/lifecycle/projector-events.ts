@@ -6,7 +6,7 @@ import type { Clock } from './clock.js';
 import type { Generation, ProjectorDeps } from './generation.js';
 import type { Health } from './health.js';
 import type { LifecycleMachine } from './machine.js';
-import type { LifecycleEvents } from './options.js';
+import type { LifecycleEvents, LifecycleOptions } from './options.js';
 import { isServing } from './states.js';
 
 export interface ProjectorContext {
@@ -17,6 +17,24 @@ export interface ProjectorContext {
   events?: LifecycleEvents;
   /** a batch of the candidate is committed: the switch may be due */
   candidateMoved: () => void;
+}
+
+/** The context of a lifecycle's projectors, from its options. */
+export function projectorContextOf(
+  options: LifecycleOptions,
+  machine: LifecycleMachine,
+  health: Health,
+  candidateMoved: () => void,
+): ProjectorContext {
+  const { clock, logger, startProjector, backoff, events } = options;
+  return {
+    machine,
+    health,
+    clock,
+    deps: { startProjector, clock, logger, ...(backoff === undefined ? {} : { backoff }) },
+    ...(events === undefined ? {} : { events }),
+    candidateMoved,
+  };
 }
 
 /** Starts `generation`'s supervised projector under `groupId`. */

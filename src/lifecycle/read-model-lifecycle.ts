@@ -13,19 +13,16 @@ import type { ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
 import { Candidates, paceCandidate } from './candidate.js';
 import { Generation } from './generation.js';
-import { startProjecting, type ProjectorContext } from './projector-events.js';
+import { projectorContextOf, startProjecting, type ProjectorContext } from './projector-events.js';
 import { Health, type HealthReport } from './health.js';
 import { LifecycleMachine } from './machine.js';
 import { ServedView } from './served-view.js';
 import type { LifecycleOptions } from './options.js';
 import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
-import { hasReached } from './generation.js';
-import { switchOver } from './switch.js';
-import { logSizeOf, replayLosesNothing, ReplayWatch, type RunningReplay } from './catch-up.js';
-import type { ReplayResult } from '../projector/replay-thread.js';
+import { switchContextOf, switchIfReached, type SwitchContext } from './switch.js';
+import { CatchUpByReplay } from './catch-up.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
-
 export type { HealthReport };
 
 export class ReadModelLifecycle {
@@ -37,10 +34,10 @@ export class ReadModelLifecycle {
   private readonly modelTopics: ReadonlySet<string>;
   private readonly candidates: Candidates;
   private readonly projectors: ProjectorContext;
-
   /** a catch-up by replay (`catch-up.ts`); null when the options ask for none */
-  private readonly replays: ReplayWatch<Generation> | null;
-
+  private readonly replays: CatchUpByReplay<Generation> | null;
+  /** what a switch needs (`switch.ts`) */
+  private readonly switching: SwitchContext;
   /** What the API answers from, published to the request threads as it changes. */
   private readonly view: ServedView;
 
@@ -50,7 +47,7 @@ export class ReadModelLifecycle {
   }
 
   constructor(private readonly options: LifecycleOptions) {
-    const { logger, clock } = options;
+    const { logger } = options;
     // A pointer naming no model file stops the service before anything is created, the keys store too.
     options.files.checkPointers();
     this.modelTopics = new Set(orderModelRoles.map((role) => options.topics[role]));
@@ -65,28 +62,18 @@ export class ReadModelLifecycle {
       logger,
       views: options.views,
     });
-    this.projectors = {
-      machine: this.machine,
-      health: this.health_,
-      clock,
-      deps: {
-        startProjector: options.startProjector,
-        clock,
-        logger,
-        ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+    this.projectors = projectorContextOf(options, this.machine, this.health_, () => void this.maybeSwitch());
+    const resumeServed = (served: Generation): void => this.project(served, options.groupId);
+    this.switching = switchContextOf(options, this.health_, this.stopRequested.signal, resumeServed);
+    this.replays = CatchUpByReplay.of<Generation>(options, {
+      send: (label, command) => this.machine.send(label, command),
+      propose: (file) => {
+        options.files.proposeNext(file);
+        this.proposals();
       },
-      ...(options.events === undefined ? {} : { events: options.events }),
-      candidateMoved: () => void this.maybeSwitch(),
-    };
-    this.replays =
-      options.catchUp === undefined
-        ? null
-        : new ReplayWatch<Generation>(options.catchUp, {
-            stallTimeoutMs: options.stallTimeoutMs,
-            now: () => clock.now(),
-            onProgress: (progress) =>
-              options.events?.candidateProgress?.(progress.total === 0 ? 1 : progress.done / progress.total),
-          });
+      resume: (served, evenWhileRebuilding) => this.resumeServed(served, evenWhileRebuilding),
+      stopping: () => ['stopping', 'stopped'].includes(this.machine.current.name),
+    });
   }
 
   /** Opens the served model (creating the first one), adopts a proposed candidate, and starts the projectors. */
@@ -136,15 +123,7 @@ export class ReadModelLifecycle {
   health(): HealthReport {
     const now = this.options.clock.now();
     const report = this.health_.report(this.machine.current, now);
-    const replay = this.replays?.active() ?? null;
-    if (replay !== null) {
-      report.ready = false;
-      report.replay = { done: replay.done, total: replay.total };
-      report.reasons.push(
-        `catching up by replay into a new model (${replay.done} of ${replay.total ?? 'unknown'} messages)`,
-      );
-    }
-    return this.keys.joinedTo(report, now);
+    return this.keys.joinedTo(this.replays?.joinedTo(report) ?? report, now);
   }
 
   /**
@@ -206,80 +185,17 @@ export class ReadModelLifecycle {
       const name = lag !== null && lag <= this.options.readyMaxLag ? 'live' : 'catching_up';
       this.machine.moveTo({ name, served: state.served });
       if (name === 'catching_up' && lag !== null && state.served.currentVersion)
-        this.maybeReplay(state.served, lag, modelEnds, now);
+        this.replays?.lagMeasured(state.served, lag, modelEnds, now);
     }
     this.replays?.abortIfStalled(now);
   }
 
-  /**
-   * Far behind, the served model is caught up by a replay into a new model (`catch-up.ts`); its own
-   * projector stops meanwhile, so that the replay has the cores, and starts again if the replay fails.
-   */
-  private maybeReplay(served: Generation, lag: number, ends: readonly PartitionEnds[], now: number): void {
-    if (this.replays === null) return;
-    // A replay reads the log from its start: where the log has lost messages the served model
-    // holds, it would build an older model.
-    if (!replayLosesNothing(ends, served.positions())) return;
-    // Another rebuild holds the lock: a replay would stop the served projector only to be refused.
-    if (this.options.files.rebuildRunning()) return;
-    const replay = this.replays.maybeStart(served, lag, logSizeOf(ends), now);
-    if (replay === null) return;
-    const logSize = logSizeOf(ends);
-    this.options.logger.info(
-      { lag, logSize, served: served.file },
-      'far behind: catching up by replaying the topics into a new model; the served model answers meanwhile',
-    );
-    // Its end is handled once the served projector has stopped: only then can it be started again.
-    const stopped = served.stopProjecting().catch(() => false);
-    void stopped
-      .then(() => replay.thread.done)
-      .then(
-        (result) => this.machine.send('replay finished', () => this.replayFinished(replay, result)),
-        (error: unknown) => this.machine.send('replay failed', () => this.replayFailed(replay, error)),
-      );
-  }
-
-  /** The replay's model is proposed like a rebuild's, and adopted: served once it has reached the served one. */
-  private replayFinished(replay: RunningReplay<Generation>, result: ReplayResult): void {
-    this.options.logger.info(
-      { ...result, eventsPerSecond: Math.round(result.done / Math.max(result.durationMs / 1000, 0.001)) },
-      'the catch-up replay finished; its model is served once it has reached the served one',
-    );
-    let proposed = false;
-    try {
-      this.options.files.proposeNext(result.file);
-      proposed = true;
-      this.proposals();
-    } catch (error) {
-      this.options.logger.error({ err: error, file: result.file }, 'proposing the replayed model failed');
-    } finally {
-      this.replays?.ended(replay, !proposed, this.options.clock.now());
-      // Not adopted (it could not be opened or proposed): the served model goes on by itself.
-      // Adopted, it is switched to at once; a switch that fails gives the served model its
-      // projector back.
-      if (isServing(this.machine.current)) this.resumeServed(replay.served);
-    }
-  }
-
-  private replayFailed(replay: RunningReplay<Generation>, error: unknown): void {
-    const retryInMs = this.replays?.ended(replay, true, this.options.clock.now());
-    const state = this.machine.current.name;
-    if (state === 'stopping' || state === 'stopped') {
-      this.options.logger.info('the catch-up replay was aborted: the service stops');
-      return;
-    }
-    this.options.logger.warn(
-      { err: error, retryInMs },
-      'the catch-up replay failed; the served model catches up by itself meanwhile',
-    );
-    this.resumeServed(replay.served);
-  }
-
   /** Gives the served model its projector back, unless it is no longer served or it runs already. */
-  private resumeServed(served: Generation): void {
+  private resumeServed(served: Generation, evenWhileRebuilding: boolean): void {
     const state = this.machine.current;
     if (state.served !== served || served.isProjecting()) return;
-    if (isServing(state) || state.name === 'rebuilding') this.project(served, this.options.groupId);
+    if (isServing(state) || (evenWhileRebuilding && state.name === 'rebuilding'))
+      this.project(served, this.options.groupId);
   }
 
   private proposals(): void {
@@ -291,11 +207,6 @@ export class ReadModelLifecycle {
       state.name === 'rebuilding' ? state.lock : null,
     );
     if (next !== null) this.adopt(next.candidate, next.lock);
-    if (next?.proposed === true)
-      this.options.logger.info(
-        { file: next.candidate.file, served: state.served.file },
-        'catching up a proposed model before serving it',
-      );
   }
 
   private adopt(candidate: Generation, lock: ReleaseLock | null): void {
@@ -309,30 +220,10 @@ export class ReadModelLifecycle {
   }
 
   private async switchIfReached(): Promise<void> {
-    const state = this.machine.current;
-    if (state.name !== 'rebuilding') return;
-    if (!hasReached(state.candidate.positions(), state.served.positions())) return;
-    const { files, clock, logger, stallTimeoutMs, events } = this.options;
-    const switching = {
-      name: 'switching',
-      served: state.served,
-      candidate: state.candidate,
-      lock: state.lock,
-    } as const;
-    this.machine.moveTo(switching);
-    const next = await switchOver(switching, {
-      files,
-      clock,
-      logger,
-      stallTimeoutMs,
-      health: this.health_,
-      stopRequested: this.stopRequested.signal,
-      resumeServed: (served) => this.project(served, this.options.groupId),
-      ...(events?.switched === undefined ? {} : { switched: events.switched }),
-    });
-    this.machine.moveTo(next);
-    if (next.served !== state.served) this.view.retire(state.served);
-    if (isServing(next)) void this.checkLag().catch(() => undefined);
+    const switched = await switchIfReached(this.machine, this.switching);
+    if (switched === null) return;
+    if (switched.next.served !== switched.previous) this.view.retire(switched.previous);
+    if (isServing(switched.next)) void this.checkLag().catch(() => undefined);
   }
 
   private async stopAll(): Promise<void> {
@@ -343,7 +234,7 @@ export class ReadModelLifecycle {
     const lock = state.name === 'rebuilding' ? state.lock : null;
     this.machine.moveTo({ name: 'stopping', served, candidate, lock });
     await Promise.all([
-      this.replays?.active()?.thread.abort(),
+      this.replays?.abort(),
       served.stopProjecting(),
       candidate?.stopProjecting(),
       this.keys.stop(),

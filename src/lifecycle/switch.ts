@@ -8,6 +8,8 @@ import type { ModelFiles } from '../read-model/files.js';
 import type { Clock } from './clock.js';
 import { hasReached, type Generation } from './generation.js';
 import type { Health } from './health.js';
+import type { LifecycleMachine } from './machine.js';
+import type { LifecycleOptions } from './options.js';
 import type { LifecycleState, Serving, Switching } from './states.js';
 
 export interface SwitchContext {
@@ -21,6 +23,27 @@ export interface SwitchContext {
   /** gives the served model its projector back */
   resumeServed: (served: Generation) => void;
   switched?: (from: string, to: string) => void;
+}
+
+/** The context of a lifecycle's switches, from its options. */
+export function switchContextOf(
+  options: LifecycleOptions,
+  health: Health,
+  stopRequested: AbortSignal,
+  resumeServed: (served: Generation) => void,
+): SwitchContext {
+  const { files, clock, logger, stallTimeoutMs, events } = options;
+  const switched = events?.switched;
+  return {
+    files,
+    clock,
+    logger,
+    stallTimeoutMs,
+    health,
+    stopRequested,
+    resumeServed,
+    ...(switched === undefined ? {} : { switched }),
+  };
 }
 
 /** The state of a served model alone, from what its projector does now (a switch hands it a started one). */
@@ -74,4 +97,25 @@ export async function switchOver(state: Switching, ctx: SwitchContext): Promise<
   ctx.switched?.(previous.file, candidate.file);
   // The lifecycle closes and deletes the previous file once no request thread reads it.
   return servingState(candidate);
+}
+
+/**
+ * The switch command: when the adopted candidate has reached the served model on every partition
+ * (`hasReached`, the rule that keeps a replica from ever serving an older model), switches over and
+ * moves the machine to the state that follows. Returns the model served before and that state; null
+ * when there was nothing to switch to.
+ */
+export async function switchIfReached(
+  machine: LifecycleMachine,
+  ctx: SwitchContext,
+): Promise<{ previous: Generation; next: LifecycleState } | null> {
+  const state = machine.current;
+  if (state.name !== 'rebuilding') return null;
+  if (!hasReached(state.candidate.positions(), state.served.positions())) return null;
+  const { served, candidate, lock } = state;
+  const switching = { name: 'switching', served, candidate, lock } as const;
+  machine.moveTo(switching);
+  const next = await switchOver(switching, ctx);
+  machine.moveTo(next);
+  return { previous: served, next };
 }

@@ -2,16 +2,15 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
-import { logSizeOf, replayLosesNothing, replayPays, ReplayWatch } from '../../src/lifecycle/catch-up.js';
 import type { CatchUpOptions } from '../../src/lifecycle/catch-up.js';
-import { offsetKey } from '../../src/kafka/port.js';
 import type { RebuildProgress } from '../../src/projector/rebuild-progress.js';
 import { rebuildModel } from '../../src/projector/rebuild.js';
-import { ReplayFailed, type ReplayThread } from '../../src/projector/replay-thread.js';
+import type { ReplayThread } from '../../src/projector/replay-thread.js';
 import { issueKeyOf } from '../helpers/api.js';
 import { at, orderCreated, orderDeleted } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
+import { stuckReplays } from '../helpers/replays.js';
 import { dumpModel, memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 import { openReadModel } from '../../src/read-model/database.js';
@@ -74,141 +73,6 @@ function inProcessReplays(f: () => LifecycleFixture, started: ReplayThread[]): C
     return thread;
   };
 }
-
-/** A replay that never moves until aborted, or fails at once. */
-function stuckReplays(started: { aborted: boolean }[], failAtOnce = false): CatchUpOptions['start'] {
-  return () => {
-    const record = { aborted: false };
-    started.push(record);
-    let fail: (error: Error) => void = () => undefined;
-    const done = new Promise<never>((_, reject) => (fail = reject));
-    done.catch(() => undefined);
-    if (failAtOnce) fail(new ReplayFailed('the broker is unreachable'));
-    return {
-      done,
-      progress: () => null,
-      abort: async () => {
-        record.aborted = true;
-        fail(new ReplayFailed('rebuild aborted', 'REBUILD_ABORTED'));
-        await Promise.resolve();
-      },
-      terminate: () => Promise.resolve(),
-    };
-  };
-}
-
-describe('when a replay pays', () => {
-  it('takes a lag of at least the least lag and the least share of the log, and never with the replay off', () => {
-    const options = { minLag: 100, minShare: 0.6 };
-    expect(replayPays(600, 1000, options)).toBe(true);
-    expect(replayPays(599, 1000, options)).toBe(false);
-    expect(replayPays(100, 150, options)).toBe(true);
-    expect(replayPays(99, 99, options)).toBe(false);
-    expect(replayPays(0, 0, { minLag: 1, minShare: 0 })).toBe(false);
-    expect(replayPays(10 ** 9, 10 ** 9, { minLag: null, minShare: 0 })).toBe(false);
-  });
-
-  it('replays only where the log still holds every message the served model has read', () => {
-    const ends = [
-      { topic: 'a', partition: 0, start: 0, end: 25 },
-      { topic: 'a', partition: 1, start: 40, end: 50 },
-    ];
-    // partition 1 lost its first 40 messages: a model that read some of them holds what a replay cannot
-    expect(
-      replayLosesNothing(
-        ends,
-        new Map([
-          [offsetKey('a', 0), 10],
-          [offsetKey('a', 1), 45],
-        ]),
-      ),
-    ).toBe(false);
-    expect(replayLosesNothing(ends, new Map([[offsetKey('a', 1), 3]]))).toBe(false);
-    // one that read nothing of it starts where a replay does
-    expect(replayLosesNothing(ends, new Map([[offsetKey('a', 0), 10]]))).toBe(true);
-    expect(
-      replayLosesNothing(
-        ends,
-        new Map([
-          [offsetKey('a', 0), 10],
-          [offsetKey('a', 1), 0],
-        ]),
-      ),
-    ).toBe(true);
-    expect(
-      replayLosesNothing([{ topic: 'a', partition: 0, start: 0, end: 9 }], new Map([[offsetKey('a', 0), 9]])),
-    ).toBe(true);
-  });
-
-  it('counts the messages of every partition from its start to its end', () => {
-    expect(
-      logSizeOf([
-        { topic: 'a', partition: 0, start: 10, end: 25 },
-        { topic: 'a', partition: 1, start: 0, end: 5 },
-        { topic: 'b', partition: 0, start: 7, end: 7 },
-      ]),
-    ).toBe(20);
-  });
-});
-
-describe('the replay watch', () => {
-  it('runs one replay at a time, and waits after a failure, twice as long after two in a row', () => {
-    const started: { aborted: boolean }[] = [];
-    const watch = new ReplayWatch<string>(
-      { minLag: 1, minShare: 0, start: stuckReplays(started), retry: { initialMs: 100, maxMs: 1000 } },
-      { stallTimeoutMs: 50, now: () => 0 },
-    );
-    const first = watch.maybeStart('served', 10, 10, 0);
-    expect(first).not.toBeNull();
-    expect(watch.maybeStart('served', 10, 10, 1)).toBeNull();
-    expect(watch.ended(first!, true, 10)).toBe(100);
-    expect(watch.maybeStart('served', 10, 10, 109)).toBeNull();
-    const second = watch.maybeStart('served', 10, 10, 110);
-    expect(second).not.toBeNull();
-    expect(watch.ended(second!, true, 200)).toBe(200);
-    expect(watch.maybeStart('served', 10, 10, 399)).toBeNull();
-    const third = watch.maybeStart('served', 10, 10, 400)!;
-    expect(watch.ended(third, false, 500)).toBe(0);
-    expect(watch.maybeStart('served', 10, 10, 500)).not.toBeNull();
-    expect(started).toHaveLength(4);
-  });
-
-  it('aborts a replay whose progress has not moved for the stall timeout, once', () => {
-    const started: { aborted: boolean }[] = [];
-    const watch = new ReplayWatch<string>(
-      { minLag: 1, minShare: 0, start: stuckReplays(started) },
-      { stallTimeoutMs: 50, now: () => 0 },
-    );
-    watch.maybeStart('served', 10, 10, 0);
-    expect(watch.abortIfStalled(50)).toBe(false);
-    expect(started[0]!.aborted).toBe(false);
-    expect(watch.abortIfStalled(51)).toBe(true);
-    expect(started[0]!.aborted).toBe(true);
-    expect(watch.abortIfStalled(52)).toBe(false);
-  });
-
-  it('never aborts a replay that has read every message: it is building its indexes', () => {
-    const started: { aborted: boolean }[] = [];
-    let report: (progress: { done: number; total: number; deadLetters: number }) => void = () => undefined;
-    const watch = new ReplayWatch<string>(
-      {
-        minLag: 1,
-        minShare: 0,
-        start: (onProgress) => {
-          report = onProgress;
-          return stuckReplays(started)(onProgress);
-        },
-      },
-      { stallTimeoutMs: 50, now: () => 10 },
-    );
-    watch.maybeStart('served', 10, 10, 0);
-    report({ done: 9, total: 10, deadLetters: 0 });
-    expect(watch.abortIfStalled(100)).toBe(true);
-    report({ done: 10, total: 10, deadLetters: 0 });
-    expect(watch.abortIfStalled(1000)).toBe(false);
-    expect(started[0]!.aborted).toBe(true);
-  });
-});
 
 describe('catching up by replay (in-memory Kafka port)', () => {
   it('replays a far backlog into a new model, serves it once it has reached the served one, then goes on live', async () => {
