@@ -64,33 +64,41 @@ function statusKb(pid: number, field: string): number {
   }
 }
 
-/** Resident memory of the trees now, MB: RSS summed (shared pages counted in each process) and PSS (shared pages split). */
-export function treeMemoryMb(roots: readonly number[]): { rss: number; pss: number } {
+/** Resident memory of the trees now, MB: RSS summed (shared pages counted in each process) and PSS (shared pages split; null unless asked). */
+export function treeMemoryMb(roots: readonly number[], withPss = true): { rss: number; pss: number | null } {
   let rss = 0;
   let pss = 0;
   for (const p of processTree(roots)) {
     rss += statusKb(p.pid, 'VmRSS');
-    pss += statusKb(p.pid, 'Pss');
+    if (withPss) pss += statusKb(p.pid, 'Pss');
   }
-  return { rss: rss / 1024, pss: pss / 1024 };
+  return { rss: rss / 1024, pss: withPss ? pss / 1024 : null };
 }
 
-/** Samples the trees' memory every `intervalMs` and keeps the peaks until `stop`. */
+/**
+ * Samples the trees' memory and keeps the peaks until `stop`: RSS every `intervalMs`, PSS every
+ * `pssEveryMs`. PSS comes from `smaps_rollup`, which walks every page a process maps: for the
+ * peers' PostgreSQL processes, each mapping gigabytes of shared buffers, a sample took 0.2 s of
+ * kernel time, so at the RSS's pace it would take most of a core from the loads it measures.
+ */
 export function memoryPeaks(
   roots: () => readonly number[],
   intervalMs = 250,
+  pssEveryMs = 5000,
 ): { peaks: () => { rss: number; pss: number }; stop: () => void } {
   const peak = { rss: 0, pss: 0 };
-  const sample = (): void => {
-    const now = treeMemoryMb(roots());
+  let pssAt = 0;
+  const sample = (withPss = Date.now() - pssAt >= pssEveryMs): void => {
+    if (withPss) pssAt = Date.now();
+    const now = treeMemoryMb(roots(), withPss);
     peak.rss = Math.max(peak.rss, now.rss);
-    peak.pss = Math.max(peak.pss, now.pss);
+    peak.pss = Math.max(peak.pss, now.pss ?? 0);
   };
-  sample();
-  const timer = setInterval(sample, intervalMs);
+  sample(true);
+  const timer = setInterval(() => sample(), intervalMs);
   return {
     peaks: () => {
-      sample();
+      sample(true);
       return { rss: Math.round(peak.rss), pss: Math.round(peak.pss) };
     },
     stop: () => clearInterval(timer),

@@ -54,6 +54,8 @@ export interface Measure extends Pick<
   /** cores wrk used, and that as a share of the machine's cores */
   wrkCores: number;
   wrkShareOfCores: number;
+  /** the benchmark's own process over the load (its samplers of /proc, wrk's pacing): cores */
+  harnessCores: number;
   loadAverage: LoadSummary;
   checkpoint: string;
   observed?: Record<string, unknown>;
@@ -102,10 +104,12 @@ export async function measure(
   const finish = side.observe?.();
   const from = Date.now();
   const before = treeCpuMs(side.roots());
+  const harnessBefore = process.cpuUsage();
   const r = await wrk(side.origin, plan.sequence, seconds, connections, {
     ...(rate === null ? {} : { rate }),
     threads: plan.threads ?? 1,
   });
+  const harness = process.cpuUsage(harnessBefore);
   const cpuMs = treeCpuMs(side.roots()) - before;
   const observed = finish?.();
   const micros = (cpuMs * 1000) / Math.max(1, r.requests);
@@ -124,6 +128,7 @@ export async function measure(
     serverCores: round2(cpuMs / 1000 / r.seconds),
     wrkCores: round2(r.wrkCpuMs / 1000 / r.seconds),
     wrkShareOfCores: round2(r.wrkCpuMs / 1000 / r.seconds / availableParallelism()),
+    harnessCores: round2((harness.user + harness.system) / 1e6 / r.seconds),
     lateSlots: r.lateSlots,
     meanLateMs: r.meanLateMs,
     perThread: r.perThread,
@@ -132,7 +137,7 @@ export async function measure(
     ...(observed === undefined ? {} : { observed }),
   };
   note(
-    `${side.name} ${rate === null ? `closed loop, ${connections} connections` : `${rate} req/s offered`}: ${m.rps} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.serverCpuMicrosPerRequest} µs server CPU/request, server ${m.serverCores} cores, wrk ${m.wrkCores}, ${m.lateSlots} late slots, load average ${m.loadAverage.mean}`,
+    `${side.name} ${rate === null ? `closed loop, ${connections} connections` : `${rate} req/s offered`}: ${m.rps} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.serverCpuMicrosPerRequest} µs server CPU/request, server ${m.serverCores} cores, wrk ${m.wrkCores}, benchmark ${m.harnessCores}, ${m.lateSlots} late slots, load average ${m.loadAverage.mean}`,
   );
   if (r.errors > 0) throw new Error(`${side.name}: ${r.errors} requests failed or were refused`);
   return m;
