@@ -5,7 +5,9 @@
  * the `rebuild` command. Rounds run a b c, then c b a, and so on, so that a drift of the machine
  * weighs on each side alike. Each figure is process start to the last message applied (for the
  * service: served, in `CURRENT`), and the ratios b/c and b/a are taken per round: median and range.
- *   npm run bench:catch-up -- [--orders N] [--rounds N]
+ *   npm run bench:catch-up -- [--orders N] [--rounds N] [--memory-timeline 1]
+ * Each process's peak RSS is its VmHWM, sampled every 200 ms (the command's too, before it ends);
+ * `--memory-timeline 1` also keeps the samples (RSS, anonymous and file-backed, threads).
  * Writes bench/results/catch-up-<UTC date-time>.json.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,12 +29,12 @@ import {
 } from './lib.js';
 import { counterProbe, note, phase } from './progress.js';
 import { cpuMsOf, type Figure } from './run.js';
-import { loadSampler, type LoadSummary } from './peers/proc.js';
+import { loadSampler, memoryTimeline, type LoadSummary, type MemorySample } from './peers/proc.js';
 import { spread } from './peers/rounds.js';
 
 const options = numericOptions(
-  { orders: 100_000, rounds: 2 },
-  'usage: npm run bench:catch-up -- [--orders N] [--rounds N]',
+  { orders: 100_000, rounds: 2, 'memory-timeline': 0 },
+  'usage: npm run bench:catch-up -- [--orders N] [--rounds N] [--memory-timeline 1]',
 );
 
 type Way = 'batchByBatch' | 'catchUp' | 'rebuild';
@@ -45,9 +47,12 @@ interface Measure {
   eventsPerSecond: number;
   /** CPU seconds of the service process (its threads included); null for the command */
   cpuSeconds: number | null;
+  /** VmHWM, as last sampled */
   peakRssMb: number | null;
   /** the machine's 1-minute load average while it ran */
   loadAverage: LoadSummary;
+  /** the process's memory every 200 ms from its start (`--memory-timeline 1`), else absent */
+  memory?: MemorySample[];
 }
 
 async function main(): Promise<void> {
@@ -67,8 +72,10 @@ async function main(): Promise<void> {
     const service = async (way: Way, round: number, env: Record<string, string>): Promise<Measure> => {
       const dataDir = join(dir, `${way}-${round}`);
       const startedAt = Date.now();
+      let pid = 0;
+      const memory = memoryTimeline(() => pid);
       const process_ = await startServiceProcess(dataSet.brokers, dataSet.topics, dataDir, env);
-      const pid = process_.child.pid ?? 0;
+      pid = process_.child.pid ?? 0;
       await phase(
         `round ${round}: ${way}`,
         () =>
@@ -82,7 +89,8 @@ async function main(): Promise<void> {
       );
       const ms = Date.now() - startedAt;
       const cpu = cpuMsOf(pid);
-      const peakRssMb = process_.peakRssMb();
+      const timeline = memory.stop();
+      const peakRssMb = Math.max(process_.peakRssMb(), timeline.peakRssMb);
       await process_.stop();
       rmSync(dataDir, { recursive: true, force: true });
       return {
@@ -93,10 +101,13 @@ async function main(): Promise<void> {
         cpuSeconds: cpu === null ? null : cpu / 1000,
         peakRssMb,
         loadAverage: load.summary(startedAt),
+        ...(options['memory-timeline'] === 1 ? { memory: timeline.samples } : {}),
       };
     };
     const rebuild = async (round: number): Promise<Measure> => {
       const startedAt = Date.now();
+      let pid = 0;
+      const memory = memoryTimeline(() => pid);
       await phase(`round ${round}: rebuild`, () =>
         runServiceCommand(
           ['rebuild', '--no-promote'],
@@ -107,9 +118,12 @@ async function main(): Promise<void> {
             dataDir: join(dir, `rebuild-${round}`),
             logLevel: 'warn',
           }),
+          undefined,
+          (started) => (pid = started),
         ),
       );
       const ms = Date.now() - startedAt;
+      const timeline = memory.stop();
       rmSync(join(dir, `rebuild-${round}`), { recursive: true, force: true });
       return {
         way: 'rebuild',
@@ -117,8 +131,9 @@ async function main(): Promise<void> {
         ms,
         eventsPerSecond: rate(total, ms),
         cpuSeconds: null,
-        peakRssMb: null,
+        peakRssMb: timeline.peakRssMb,
         loadAverage: load.summary(startedAt),
+        ...(options['memory-timeline'] === 1 ? { memory: timeline.samples } : {}),
       };
     };
     const run: Record<Way, (round: number) => Promise<Measure>> = {
@@ -171,9 +186,12 @@ async function main(): Promise<void> {
           .join('; '),
       },
       {
-        name: 'service peak RSS, a and b, per round',
+        name: 'peak RSS, a, b and c, per round',
         value: rounds
-          .map((r) => `${of('batchByBatch', r).peakRssMb} / ${of('catchUp', r).peakRssMb} MB`)
+          .map(
+            (r) =>
+              `${of('batchByBatch', r).peakRssMb} / ${of('catchUp', r).peakRssMb} / ${of('rebuild', r).peakRssMb} MB`,
+          )
           .join('; '),
         target: '≤ 300 MB',
       },

@@ -78,10 +78,12 @@ export function runServiceCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   onOutput: (chunk: Buffer) => void = () => undefined,
+  onStart: (pid: number) => void = () => undefined,
 ): Promise<string> {
   const underTests = process.env['VITEST'] !== undefined;
   return new Promise((resolveRun, reject) => {
     const child = spawnServiceCommand(args, env, ['ignore', 'pipe', underTests ? 'pipe' : 'inherit']);
+    onStart(child.pid ?? 0);
     let out = '';
     let err = '';
     child.stdout?.on('data', (chunk: Buffer) => {

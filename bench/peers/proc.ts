@@ -55,10 +55,17 @@ export function treeCpuMs(roots: readonly number[]): number {
   return (processTree(roots).reduce((sum, p) => sum + p.ticks, 0) * 1000) / ticksPerSecond;
 }
 
+/** A `Name:   123 kB` field of /proc's status or smaps_rollup text, in kB (0 when absent). */
+function fieldKb(text: string, field: string): number {
+  return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+}
+
 function statusKb(pid: number, field: string): number {
   try {
-    const text = readFileSync(`/proc/${pid}/${field === 'Pss' ? 'smaps_rollup' : 'status'}`, 'utf8');
-    return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
+    return fieldKb(
+      readFileSync(`/proc/${pid}/${field === 'Pss' ? 'smaps_rollup' : 'status'}`, 'utf8'),
+      field,
+    );
   } catch {
     return 0;
   }
@@ -102,6 +109,59 @@ export function memoryPeaks(
       return { rss: Math.round(peak.rss), pss: Math.round(peak.pss) };
     },
     stop: () => clearInterval(timer),
+  };
+}
+
+export interface MemorySample {
+  /** since the timeline started */
+  ms: number;
+  rssMb: number;
+  /** anonymous memory: heaps, malloc arenas, stacks */
+  anonMb: number;
+  /** file-backed: the node binary, libraries */
+  fileMb: number;
+  threads: number;
+}
+
+/**
+ * One process's memory every `intervalMs` until `stop`: RSS with its anonymous and file-backed
+ * parts and its thread count (a worker thread shows as threads coming and going), and its peak RSS
+ * (the kernel's VmHWM, as last read before it ended).
+ */
+export function memoryTimeline(
+  pid: () => number,
+  intervalMs = 200,
+): { stop: () => { samples: MemorySample[]; peakRssMb: number } } {
+  const from = Date.now();
+  const samples: MemorySample[] = [];
+  let peakKb = 0;
+  const mb = (kb: number): number => Math.round(kb / 102.4) / 10;
+  const sample = (): void => {
+    const p = pid();
+    if (p === 0) return;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${p}/status`, 'utf8');
+    } catch {
+      return;
+    }
+    const kb = (field: string): number => fieldKb(text, field);
+    peakKb = Math.max(peakKb, kb('VmHWM'));
+    samples.push({
+      ms: Date.now() - from,
+      rssMb: mb(kb('VmRSS')),
+      anonMb: mb(kb('RssAnon')),
+      fileMb: mb(kb('RssFile')),
+      threads: kb('Threads'),
+    });
+  };
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop: () => {
+      sample();
+      clearInterval(timer);
+      return { samples, peakRssMb: Math.round(peakKb / 1024) };
+    },
   };
 }
 
