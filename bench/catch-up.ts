@@ -8,6 +8,8 @@
  *   npm run bench:catch-up -- [--orders N] [--rounds N] [--memory-timeline 1]
  * Each process's peak RSS is its VmHWM, sampled every 200 ms (the command's too, before it ends);
  * `--memory-timeline 1` also keeps the samples (RSS, anonymous and file-backed, threads).
+ * `--replay-min-lag N` sets (b)'s CATCH_UP_REPLAY_MIN_LAG (0, the default: the service's own, under
+ * which a log of fewer messages is caught up batch by batch, as (a)).
  * Writes bench/results/catch-up-<UTC date-time>.json.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,8 +35,8 @@ import { loadSampler, memoryTimeline, type LoadSummary, type MemorySample } from
 import { spread } from './peers/rounds.js';
 
 const options = numericOptions(
-  { orders: 100_000, rounds: 2, 'memory-timeline': 0 },
-  'usage: npm run bench:catch-up -- [--orders N] [--rounds N] [--memory-timeline 1]',
+  { orders: 100_000, rounds: 2, 'memory-timeline': 0, 'replay-min-lag': 0 },
+  'usage: npm run bench:catch-up -- [--orders N] [--rounds N] [--memory-timeline 1] [--replay-min-lag N]',
 );
 
 type Way = 'batchByBatch' | 'catchUp' | 'rebuild';
@@ -138,7 +140,14 @@ async function main(): Promise<void> {
     };
     const run: Record<Way, (round: number) => Promise<Measure>> = {
       batchByBatch: (round) => service('batchByBatch', round, { CATCH_UP_REPLAY_MIN_LAG: 'off' }),
-      catchUp: (round) => service('catchUp', round, {}),
+      catchUp: (round) =>
+        service(
+          'catchUp',
+          round,
+          options['replay-min-lag'] === 0
+            ? {}
+            : { CATCH_UP_REPLAY_MIN_LAG: String(options['replay-min-lag']) },
+        ),
       rebuild,
     };
     for (let round = 1; round <= options.rounds; round += 1) {
