@@ -125,6 +125,7 @@ async function main(): Promise<void> {
         ),
       );
       const ms = Date.now() - startedAt;
+      pid = 0; // it has ended: its pid may be given to another process
       const timeline = memory.stop();
       rmSync(join(dir, `rebuild-${round}`), { recursive: true, force: true });
       return {

@@ -146,6 +146,8 @@ export function memoryTimeline(
       return;
     }
     const kb = (field: string): number => fieldKb(text, field);
+    // An ended process not yet reaped has no memory lines: not a sample.
+    if (!/^VmRSS:/m.test(text)) return;
     peakKb = Math.max(peakKb, kb('VmHWM'));
     samples.push({
       ms: Date.now() - from,

@@ -54,7 +54,7 @@ export interface Measure extends Pick<
   /** cores wrk used, and that as a share of the machine's cores */
   wrkCores: number;
   wrkShareOfCores: number;
-  /** the benchmark's own process over the load (its samplers of /proc, wrk's pacing): cores */
+  /** the benchmark's own process (its samplers of /proc) from wrk's start to its end, over wrk's duration: cores */
   harnessCores: number;
   loadAverage: LoadSummary;
   checkpoint: string;

@@ -31,7 +31,7 @@ export class Candidates {
     served: Generation,
     candidate: Generation | null,
     lock: ReleaseLock | null,
-  ): { candidate: Generation; lock: ReleaseLock | null; proposed: boolean } | null {
+  ): { candidate: Generation; lock: ReleaseLock | null } | null {
     const proposal = this.proposal(served, candidate);
     if (proposal !== null) {
       if (candidate !== null) this.retire(candidate);
@@ -39,10 +39,10 @@ export class Candidates {
         { file: proposal.file, served: served.file },
         'catching up a proposed model before serving it',
       );
-      return { candidate: proposal, lock, proposed: true };
+      return { candidate: proposal, lock };
     }
     const rebuild = candidate === null && !served.currentVersion ? this.versionRebuild() : null;
-    return rebuild === null ? null : { ...rebuild, proposed: false };
+    return rebuild;
   }
 
   /** A newly proposed model to catch up, opened; null when `NEXT` names nothing new that can be served. */

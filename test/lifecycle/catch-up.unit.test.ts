@@ -123,6 +123,37 @@ describe('catching up by replay (in-memory Kafka port)', () => {
     }
   });
 
+  it('counts a replayed model it cannot propose as a failed replay: the served model catches up by itself', async () => {
+    const replays: ReplayThread[] = [];
+    let f: LifecycleFixture | null = null;
+    f = lifecycleFixture(dataDir(), {
+      ...slowly,
+      catchUp: {
+        minLag: 100,
+        minShare: 0.6,
+        start: inProcessReplays(() => f!, replays),
+        retry: { initialMs: 60_000, maxMs: 60_000 },
+      },
+    });
+    running.push(f);
+    f.files.proposeNext = () => {
+      throw new Error('ENOSPC: no space left on device');
+    };
+    f.kafka.batchSize = 5;
+    f.publish([issueKeyOf(1), ...orders(1, 300)]);
+    f.lifecycle.start();
+    const first = f.lifecycle.servedFile();
+    await waitUntil('live', async () => (await live(f)) && totalOf(f) === 300, 10_000, 5);
+    expect(replays).toHaveLength(1);
+    await replays[0]!.done;
+    expect(f.lifecycle.servedFile()).toBe(first);
+    expect(f.lifecycle.health().replay).toBeNull();
+    // still far behind by the same measure after more events, no second replay before the retry
+    f.publish(orders(301, 500));
+    await waitUntil('live again', async () => (await live(f)) && totalOf(f) === 800, 10_000, 5);
+    expect(replays).toHaveLength(1);
+  });
+
   it('leaves a lag below the least lag to the projector', async () => {
     const replays: ReplayThread[] = [];
     let f: LifecycleFixture | null = null;
