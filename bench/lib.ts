@@ -262,8 +262,24 @@ export interface ServiceProcess {
  *    writes back 30 s later (`vm.dirty_expire_centisecs`), possibly in the middle of the figures;
  *    after the `sync`, /proc/meminfo showed under 1 MB dirty throughout bench:replicas' loads;
  *  - this machine's page cache was seen to shrink to about 1 GB with 22 GB free, and (e) on a
- *    1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart.
+ *    1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart. Pages of a file
+ *    read with `pread`, as SQLite reads the model, leave the page cache while nothing reads them,
+ *    and pages of a mapped file stay (`bench:page-cache`); the kernel here runs a DAMON scheme that
+ *    pages out unmapped file pages idle for a minute (/sys/kernel/mm/damon/admin).
  */
+/** How many bytes of `file` the page cache holds now (util-linux's `fincore`), or null without it. */
+export function pageCacheBytes(file: string): number | null {
+  try {
+    return Number(
+      execFileSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], {
+        encoding: 'utf8',
+      }).trim(),
+    );
+  } catch {
+    return null;
+  }
+}
+
 export function warmPageCache(file: string): void {
   execFileSync('sync');
   const fd = openSync(file, 'r');

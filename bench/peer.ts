@@ -24,6 +24,7 @@ import {
   readFileSync,
   readSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +41,7 @@ import {
   benchKeyOf,
   dataSetFor,
   keyedOrganizations,
+  pageCacheBytes,
   rate,
   root,
   startServiceProcess,
@@ -596,7 +598,14 @@ export function checkpointModel(dataDir: string): string {
   const db = new Database(file, { fileMustExist: true });
   try {
     const [r] = db.pragma('wal_checkpoint(PASSIVE)') as { busy: number; log: number; checkpointed: number }[];
-    return `wal_checkpoint(PASSIVE): busy ${r?.busy}, log ${r?.log}, checkpointed ${r?.checkpointed}`;
+    const held = pageCacheBytes(file);
+    // The peers' data stays in their shared buffers; the model, read with pread, has to be read in again.
+    warmPageCache(file);
+    const mb = (bytes: number): string => `${Math.round(bytes / 1024 / 1024)}`;
+    return (
+      `wal_checkpoint(PASSIVE): busy ${r?.busy}, log ${r?.log}, checkpointed ${r?.checkpointed}; ` +
+      `page cache held ${held === null ? 'an unknown part' : mb(held)} of ${mb(statSync(file).size)} MB, read in again`
+    );
   } finally {
     db.close();
   }

@@ -55,6 +55,22 @@ export function treeCpuMs(roots: readonly number[]): number {
   return (processTree(roots).reduce((sum, p) => sum + p.ticks, 0) * 1000) / ticksPerSecond;
 }
 
+/**
+ * Bytes the trees under `roots` have read from the disk so far (`read_bytes` of /proc's io): reads
+ * the page cache answered are not counted, so a load that reads none found every page in memory.
+ */
+export function treeDiskReadBytes(roots: readonly number[]): number {
+  let bytes = 0;
+  for (const p of processTree(roots)) {
+    try {
+      bytes += Number(/^read_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${p.pid}/io`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      // a process that ended between the listing and the read
+    }
+  }
+  return bytes;
+}
+
 /** A `Name:   123 kB` field of /proc's status or smaps_rollup text, in kB (0 when absent). */
 function fieldKb(text: string, field: string): number {
   return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);

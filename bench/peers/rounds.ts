@@ -14,7 +14,7 @@
  * meets it.
  */
 import { availableParallelism } from 'node:os';
-import { treeCpuMs, type LoadSummary } from './proc.js';
+import { treeCpuMs, treeDiskReadBytes, type LoadSummary } from './proc.js';
 import { wrk, type SequenceFile, type WrkResult } from './wrk.js';
 import { note } from '../progress.js';
 
@@ -51,6 +51,8 @@ export interface Measure extends Pick<
   rpsPerCore: number;
   /** cores the side's processes used while answering */
   serverCores: number;
+  /** MB the side's processes read from the disk during the load: pages the page cache no longer held */
+  serverDiskReadMb: number;
   /** cores wrk used, and that as a share of the machine's cores */
   wrkCores: number;
   wrkShareOfCores: number;
@@ -104,6 +106,7 @@ export async function measure(
   const finish = side.observe?.();
   const from = Date.now();
   const before = treeCpuMs(side.roots());
+  const readBefore = treeDiskReadBytes(side.roots());
   const harnessBefore = process.cpuUsage();
   const r = await wrk(side.origin, plan.sequence, seconds, connections, {
     ...(rate === null ? {} : { rate }),
@@ -111,6 +114,7 @@ export async function measure(
   });
   const harness = process.cpuUsage(harnessBefore);
   const cpuMs = treeCpuMs(side.roots()) - before;
+  const diskReadBytes = treeDiskReadBytes(side.roots()) - readBefore;
   const observed = finish?.();
   const micros = (cpuMs * 1000) / Math.max(1, r.requests);
   const m: Measure = {
@@ -126,6 +130,7 @@ export async function measure(
     serverCpuMicrosPerRequest: round1(micros),
     rpsPerCore: Math.round(1e6 / Math.max(micros, 1e-9)),
     serverCores: round2(cpuMs / 1000 / r.seconds),
+    serverDiskReadMb: round1(diskReadBytes / 1024 / 1024),
     wrkCores: round2(r.wrkCpuMs / 1000 / r.seconds),
     wrkShareOfCores: round2(r.wrkCpuMs / 1000 / r.seconds / availableParallelism()),
     harnessCores: round2((harness.user + harness.system) / 1e6 / r.seconds),
@@ -137,7 +142,7 @@ export async function measure(
     ...(observed === undefined ? {} : { observed }),
   };
   note(
-    `${side.name} ${rate === null ? `closed loop, ${connections} connections` : `${rate} req/s offered`}: ${m.rps} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.serverCpuMicrosPerRequest} µs server CPU/request, server ${m.serverCores} cores, wrk ${m.wrkCores}, benchmark ${m.harnessCores}, ${m.lateSlots} late slots, load average ${m.loadAverage.mean}`,
+    `${side.name} ${rate === null ? `closed loop, ${connections} connections` : `${rate} req/s offered`}: ${m.rps} req/s, p50 ${m.p50Ms} ms, p99 ${m.p99Ms} ms, ${m.serverCpuMicrosPerRequest} µs server CPU/request, server ${m.serverCores} cores, ${m.serverDiskReadMb} MB read from disk, wrk ${m.wrkCores}, benchmark ${m.harnessCores}, ${m.lateSlots} late slots, load average ${m.loadAverage.mean}`,
   );
   if (r.errors > 0) throw new Error(`${side.name}: ${r.errors} requests failed or were refused`);
   return m;
