@@ -254,19 +254,6 @@ export interface ServiceProcess {
   peakRssMb: () => number;
 }
 
-/**
- * Writes every dirty page to disk (`sync`), then reads a file once from start to end, so that the
- * API figures that follow measure the service reading a model held in the OS page cache (the
- * steady state of a machine with memory to spare) rather than a virtual disk:
- *  - a replay, a snapshot and its restore leave up to gigabytes of dirty pages, which the kernel
- *    writes back 30 s later (`vm.dirty_expire_centisecs`), possibly in the middle of the figures;
- *    after the `sync`, /proc/meminfo showed under 1 MB dirty throughout bench:replicas' loads;
- *  - this machine's page cache was seen to shrink to about 1 GB with 22 GB free, and (e) on a
- *    1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart. Pages of a file
- *    read with `pread`, as SQLite reads the model, leave the page cache while nothing reads them,
- *    and pages of a mapped file stay (`bench:page-cache`); the kernel here runs a DAMON scheme that
- *    pages out unmapped file pages idle for a minute (/sys/kernel/mm/damon/admin).
- */
 /** How many bytes of `file` the page cache holds now (util-linux's `fincore`), or null without it. */
 export function pageCacheBytes(file: string): number | null {
   try {
@@ -280,6 +267,20 @@ export function pageCacheBytes(file: string): number | null {
   }
 }
 
+/**
+ * Writes every dirty page to disk (`sync`), then reads a file once from start to end, so that the
+ * API figures that follow measure the service reading a model held in the OS page cache (the
+ * steady state of a machine with memory to spare) rather than a virtual disk:
+ *  - a replay, a snapshot and its restore leave up to gigabytes of dirty pages, which the kernel
+ *    writes back 30 s later (`vm.dirty_expire_centisecs`), possibly in the middle of the figures;
+ *    after the `sync`, /proc/meminfo showed under 1 MB dirty throughout bench:replicas' loads;
+ *  - this machine's page cache was seen to shrink to about 1 GB with 22 GB free, and (e) on a
+ *    1.2 GB model then measured from 214 to 4 336 req/s in runs minutes apart. Pages of a file
+ *    read with `pread`, as SQLite reads the model, leave the page cache while nothing reads them,
+ *    and pages of a mapped file stay (`bench:page-cache`): the kernel here runs a DAMON scheme that
+ *    pages out unmapped file pages idle for a minute (/sys/kernel/mm/damon/admin), and something
+ *    writes to /proc/sys/vm/drop_caches at times (`drop_pagecache` in /proc/vmstat).
+ */
 export function warmPageCache(file: string): void {
   execFileSync('sync');
   const fd = openSync(file, 'r');

@@ -8,8 +8,8 @@
  * nothing reads either, and their share in the page cache (`fincore`) is sampled, with this
  * process's RssFile (what the map costs in RSS). Then each is read again, timed, with the bytes
  * this process read from the disk meanwhile. The kernel's DAMON schemes, where it has them, are
- * recorded beside, with what they and the kernel's LRU reclaim took while the copies were idle.
- * Writes bench/results/page-cache-<UTC date-time>.json.
+ * recorded beside, with what they, the kernel's LRU reclaim and writes to drop_caches took from the
+ * whole machine while the copies were idle. Writes bench/results/page-cache-<UTC date-time>.json.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
