@@ -20,14 +20,18 @@ import { isEntryPoint } from '../tools/harness.js';
 import { reportRun } from './cli.js';
 import type { Figure } from './run.js';
 import { pageCacheBytes } from './lib.js';
+import { statusKb, treeDiskReadBytes } from './peers/proc.js';
 
 const mb = (bytes: number): number => Math.round((bytes / 1024 / 1024) * 10) / 10;
 
-const selfReadBytes = (): number =>
-  Number(/^read_bytes:\s+(\d+)/m.exec(readFileSync('/proc/self/io', 'utf8'))?.[1] ?? 0);
+const selfReadBytes = (): number => treeDiskReadBytes([process.pid]);
 
-const rssFileMb = (): number =>
-  mb(Number(/^RssFile:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) * 1024);
+const rssFileMb = (): number => mb(statusKb(process.pid, 'RssFile') * 1024);
+
+const residentMb = (file: string): number | null => {
+  const bytes = pageCacheBytes(file);
+  return bytes === null ? null : mb(bytes);
+};
 
 /** A file of `megabytes` holding one table of 3 900-byte blobs, about one per 4 KiB page. */
 function buildFile(file: string, megabytes: number): void {
@@ -94,7 +98,7 @@ function damonSchemes(): Record<string, string>[] | null {
  * something wrote to /proc/sys/vm/drop_caches (/proc/vmstat): who took pages from the page cache.
  * DAMON's figure is null where it cannot be read.
  */
-function reclaimed(): { damonPagedOutMb: number | null; lruReclaimedPages: number; dropCaches: number } {
+function reclaimed(): { damonPagedOutBytes: number | null; lruReclaimedPages: number; dropCaches: number } {
   const root = '/sys/kernel/mm/damon/admin/kdamonds';
   let damon: number | null = null;
   try {
@@ -110,7 +114,7 @@ function reclaimed(): { damonPagedOutMb: number | null; lruReclaimedPages: numbe
   const vmstat = readFileSync('/proc/vmstat', 'utf8');
   const counter = (name: string): number => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(vmstat)?.[1] ?? 0);
   return {
-    damonPagedOutMb: damon === null ? null : mb(damon),
+    damonPagedOutBytes: damon,
     lruReclaimedPages: counter('pgsteal_kswapd') + counter('pgsteal_direct'),
     dropCaches: counter('drop_pagecache'),
   };
@@ -134,25 +138,17 @@ export async function measurePageCache(options: {
     try {
       const first = { pread: scan(pread), mapped: scan(mapped) };
       const reclaimedBefore = reclaimed();
-      const timeline: {
-        seconds: number;
-        preadResidentMb: number | null;
-        mappedResidentMb: number | null;
-        rssFileMb: number;
-      }[] = [];
+      const sampleAt = (seconds: number) => ({
+        seconds,
+        preadResidentMb: residentMb(preadFile),
+        mappedResidentMb: residentMb(mappedFile),
+        rssFileMb: rssFileMb(),
+      });
+      const timeline: ReturnType<typeof sampleAt>[] = [];
       const started = Date.now();
       for (;;) {
         const seconds = Math.round((Date.now() - started) / 1000);
-        const resident = (file: string): number | null => {
-          const bytes = pageCacheBytes(file);
-          return bytes === null ? null : mb(bytes);
-        };
-        const sample = {
-          seconds,
-          preadResidentMb: resident(preadFile),
-          mappedResidentMb: resident(mappedFile),
-          rssFileMb: rssFileMb(),
-        };
+        const sample = sampleAt(seconds);
         timeline.push(sample);
         console.log(
           `${seconds} s idle: pread copy ${sample.preadResidentMb} MB in the page cache, mapped copy ${sample.mappedResidentMb} MB; RssFile ${sample.rssFileMb} MB`,
@@ -164,9 +160,9 @@ export async function measurePageCache(options: {
       const again = { pread: scan(pread), mapped: scan(mapped) };
       const whileIdle = {
         damonPagedOutMb:
-          reclaimedBefore.damonPagedOutMb === null || reclaimedAfter.damonPagedOutMb === null
+          reclaimedBefore.damonPagedOutBytes === null || reclaimedAfter.damonPagedOutBytes === null
             ? null
-            : mb((reclaimedAfter.damonPagedOutMb - reclaimedBefore.damonPagedOutMb) * 1024 * 1024),
+            : mb(reclaimedAfter.damonPagedOutBytes - reclaimedBefore.damonPagedOutBytes),
         lruReclaimedPages: reclaimedAfter.lruReclaimedPages - reclaimedBefore.lruReclaimedPages,
         dropCaches: reclaimedAfter.dropCaches - reclaimedBefore.dropCaches,
       };

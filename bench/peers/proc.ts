@@ -76,7 +76,8 @@ function fieldKb(text: string, field: string): number {
   return Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(text)?.[1] ?? 0);
 }
 
-function statusKb(pid: number, field: string): number {
+/** A field of a process's /proc status (`Pss`: of its smaps_rollup), in kB; 0 when it cannot be read. */
+export function statusKb(pid: number, field: string): number {
   try {
     return fieldKb(
       readFileSync(`/proc/${pid}/${field === 'Pss' ? 'smaps_rollup' : 'status'}`, 'utf8'),

@@ -41,8 +41,7 @@ export class Candidates {
       );
       return { candidate: proposal, lock };
     }
-    const rebuild = candidate === null && !served.currentVersion ? this.versionRebuild() : null;
-    return rebuild;
+    return candidate === null && !served.currentVersion ? this.versionRebuild() : null;
   }
 
   /** A newly proposed model to catch up, opened; null when `NEXT` names nothing new that can be served. */
