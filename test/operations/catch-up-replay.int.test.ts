@@ -67,6 +67,14 @@ describe('catching up by replay (service and broker)', () => {
       60_000,
     );
     await waitUntil('live', () => service.health().state === 'live', 60_000);
+    // The orders' partitions are applied each at its own pace: one order served says nothing of the others.
+    await waitUntil(
+      'every new order is applied',
+      () =>
+        (modelOf(replayed)['orders'] as { order_id: number }[]).filter((o) => o.order_id >= 900_000)
+          .length === 50,
+      60_000,
+    );
     // no second replay: the same file took the new events
     expect(files.currentFile()).toBe(replayed);
     expect({ ...modelOf(replayed), api_keys: [] }).toEqual(await referenceModel(fixture));
