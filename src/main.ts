@@ -14,7 +14,9 @@ import {
   type Command,
 } from './cli/arguments.js';
 import {
+  acceptHistoryLoss,
   createTopics,
+  retainTopics,
   deadLetters,
   issueKey,
   rebuild,
@@ -147,10 +149,56 @@ const commands: Record<string, Command> = {
     },
   },
   'topics create': {
-    usage: 'topics create [--partitions N]',
-    summary: 'create the four topics that do not exist yet (default 3 partitions)',
-    options: { partitions: { type: 'string' } },
-    run: (ctx, values) => createTopics(ctx, positiveInt('partitions', values['partitions'], 3)),
+    usage: 'topics create [--partitions N] [--replication-factor N] [--min-insync-replicas N]',
+    summary:
+      "create the topics that do not exist yet (default 3 partitions, the broker's replication), keeping every event; say of every topic whether it keeps every event",
+    options: {
+      partitions: { type: 'string' },
+      'replication-factor': { type: 'string' },
+      'min-insync-replicas': { type: 'string' },
+    },
+    run: (ctx, values) => {
+      const optional = (name: string): number | undefined =>
+        values[name] === undefined ? undefined : positiveInt(name, values[name]);
+      const replicas = optional('replication-factor');
+      const insync = optional('min-insync-replicas');
+      return createTopics(ctx, {
+        partitions: positiveInt('partitions', values['partitions'], 3),
+        ...(replicas === undefined ? {} : { replicationFactor: replicas }),
+        ...(insync === undefined ? {} : { minInsyncReplicas: insync }),
+      });
+    },
+  },
+  'topics retain': {
+    usage: 'topics retain',
+    summary:
+      'set every topic to keep every event from now on (retention.ms=-1, retention.bytes=-1, cleanup.policy=delete), keeping its other settings',
+    run: (ctx) => retainTopics(ctx),
+  },
+  'accept-history-loss': {
+    usage: 'accept-history-loss --topic TOPIC --partition N --below OFFSET --reason TEXT',
+    summary:
+      "record that a partition's events below OFFSET are gone from the topic for good: builds may then start from a log that starts at up to OFFSET (/readyz names it)",
+    options: {
+      topic: { type: 'string' },
+      partition: { type: 'string' },
+      below: { type: 'string' },
+      reason: { type: 'string' },
+    },
+    run: (ctx, values) => {
+      const { topic, reason } = values;
+      if (typeof topic !== 'string' || topic === '') throw new UsageError('--topic is required');
+      if (typeof reason !== 'string' || reason.trim() === '')
+        throw new UsageError('--reason is required: say why the loss is accepted');
+      acceptHistoryLoss(ctx, {
+        topic,
+        partition: nonNegativeInt('partition', values['partition']),
+        below: positiveInt('below', values['below']),
+        reason,
+        by: `${userInfo().username}@${hostname()}`,
+      });
+      return Promise.resolve();
+    },
   },
 };
 

@@ -19,6 +19,24 @@ export class ServiceMetrics {
     labelNames: ['topic', 'partition'] as const,
     registers: [this.registry],
   });
+  readonly logStart = new Gauge({
+    name: 'orders_read_model_partition_log_start_offset',
+    help: "Where each partition's log starts on the broker; above 0, its first events are gone",
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly historyLost = new Gauge({
+    name: 'orders_read_model_partition_history_lost',
+    help: "1 when the partition's log no longer starts where a build must read it (no acceptance covers it): a rebuild, a version change or a new replica would be refused",
+    labelNames: ['topic', 'partition'] as const,
+    registers: [this.registry],
+  });
+  readonly topicForgets = new Gauge({
+    name: 'orders_read_model_topic_forgets_events',
+    help: "1 when the topic's settings delete or compact events (retention.ms, retention.bytes, cleanup.policy); a rebuild needs every event",
+    labelNames: ['topic'] as const,
+    registers: [this.registry],
+  });
   readonly eventsApplied = new Counter({
     name: 'orders_read_model_events_applied_total',
     help: 'Events projected, by type (including duplicates and stale facts that changed nothing)',
@@ -119,6 +137,16 @@ export class ServiceMetrics {
         }
       },
       candidateProgress: (ratio) => this.rebuildProgress.set(ratio),
+      logChecked: (report) => {
+        const forgetful = new Set(report.forgetful.map((t) => t.topic));
+        const lost = new Set(report.lost.map((gap) => `${gap.partition}:${gap.topic}`));
+        for (const p of report.starts) {
+          const labels = { topic: p.topic, partition: String(p.partition) };
+          this.logStart.set(labels, p.start);
+          this.historyLost.set(labels, lost.has(`${p.partition}:${p.topic}`) ? 1 : 0);
+          this.topicForgets.set({ topic: p.topic }, forgetful.has(p.topic) ? 1 : 0);
+        }
+      },
       unreadable: (batch) =>
         this.unreadableBatches.inc({ topic: batch.topic, partition: String(batch.partition) }),
       switched: () => {

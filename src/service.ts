@@ -211,6 +211,7 @@ function lifecycleOf(
     readyMaxLag: config.health.readyMaxLag,
     stallTimeoutMs: config.health.stallTimeoutMs,
     endOffsets: (topics) => kafka.endOffsets(topics),
+    topicRetention: (topics) => kafka.topicRetention(topics),
     startProjector: (spec) => startProjectorThread({ ...spec, config, logger, requests, tracing }),
     keysStallMs: config.health.keysStallMs,
     catchUp: {

@@ -116,7 +116,7 @@ async function demo(): Promise<void> {
   };
 
   print('2. Topics, a key and sample data:');
-  await createTopics(quiet, 3);
+  await createTopics(quiet, { partitions: 3 });
   if (stopping()) return;
   const { rawKey } = await issueKey(quiet, 1, 'demo-key-org-1');
   if (stopping()) return;

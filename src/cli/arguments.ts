@@ -6,6 +6,7 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ConfigError } from '../config.js';
 import type { Logger } from '../logger.js';
 import { PointerBroken } from '../read-model/files.js';
+import { HistoryMissing } from '../kafka/history.js';
 import type { CommandContext } from './commands.js';
 import { SkipRefused } from './skip-batch.js';
 import { SnapshotRefused } from './snapshot.js';
@@ -113,7 +114,7 @@ export function failureExit(error: unknown, name: string, command: Command, logg
     console.error(error.message);
     return exitCode.usage;
   }
-  if (error instanceof PointerBroken) {
+  if (error instanceof PointerBroken || error instanceof HistoryMissing) {
     // The data directory needs the operator's hand; the message says what to do.
     console.error(`${name} failed: ${error.message}`);
     return exitCode.failed;

@@ -14,6 +14,7 @@ import { startConsumption } from './kafkajs-consumer.js';
 import { kafkaLogCreator } from './kafkajs-log.js';
 import { createTopicsWithLeaders } from './kafkajs-topics.js';
 import type { KafkaPort, OutgoingMessage, PartitionEnds } from './port.js';
+import { creationEntries, keepEveryEvent } from './retention.js';
 
 export interface KafkajsPortOptions {
   brokers: readonly string[];
@@ -29,7 +30,7 @@ export interface KafkajsPortOptions {
 }
 
 // Off the default export: Node's ESM loader does not see it among kafkajs's CommonJS named exports.
-const { CompressionTypes } = kafkajs;
+const { CompressionTypes, ConfigResourceTypes, ConfigSource } = kafkajs;
 
 /** kafkajs's name for a codec (for code that drives kafkajs directly, such as benchmarks). */
 export const compressionOf: Record<CodecName, kafkajs.CompressionTypes> = {
@@ -80,17 +81,62 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       return ends;
     },
     listTopics: async () => (await connectedAdmin()).listTopics(),
-    createTopics: async (topics, partitions) => {
+    createTopics: async (topics, creation) => {
       const client = await connectedAdmin();
       const existing = new Set(await client.listTopics());
       const missing = topics.filter((topic) => !existing.has(topic));
       if (missing.length > 0) {
         await createTopicsWithLeaders(
           client,
-          missing.map((topic) => ({ topic, numPartitions: partitions })),
+          missing.map((topic) => ({
+            topic,
+            numPartitions: creation.partitions,
+            ...(creation.replicationFactor === undefined
+              ? {}
+              : { replicationFactor: creation.replicationFactor }),
+            configEntries: creationEntries(creation),
+          })),
         );
       }
       return missing;
+    },
+    topicRetention: async (topics) => {
+      const { resources } = await (
+        await connectedAdmin()
+      ).describeConfigs({
+        includeSynonyms: false,
+        resources: topics.map((name) => ({
+          type: ConfigResourceTypes.TOPIC,
+          name,
+          configNames: Object.keys(keepEveryEvent),
+        })),
+      });
+      return resources.map((resource) => ({
+        topic: resource.resourceName,
+        settings: Object.fromEntries(resource.configEntries.map((e) => [e.configName, e.configValue])),
+      }));
+    },
+    retainEveryEvent: async (topics) => {
+      const client = await connectedAdmin();
+      // AlterConfigs replaces a topic's whole set of its own settings: the ones it has are kept.
+      const { resources } = await client.describeConfigs({
+        includeSynonyms: false,
+        resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name })),
+      });
+      await client.alterConfigs({
+        validateOnly: false,
+        resources: resources.map((resource) => {
+          const own = resource.configEntries
+            .filter((e) => e.configSource === ConfigSource.TOPIC_CONFIG && !e.readOnly)
+            .map((e) => [e.configName, e.configValue] as const);
+          const entries = new Map<string, string>([...own, ...Object.entries(keepEveryEvent)]);
+          return {
+            type: ConfigResourceTypes.TOPIC,
+            name: resource.resourceName,
+            configEntries: [...entries].map(([name, value]) => ({ name, value })),
+          };
+        }),
+      });
     },
     publish: async (messages: readonly OutgoingMessage[]) => {
       if (messages.length === 0) return;

@@ -11,6 +11,7 @@ export interface TopicToCreate {
   topic: string;
   numPartitions: number;
   replicationFactor?: number;
+  configEntries?: { name: string; value: string }[];
 }
 
 /** what the metadata answers while a created topic's partitions are still being placed */

@@ -5,6 +5,8 @@
  * lifecycle above it.
  */
 
+import type { TopicCreation, TopicRetention } from './retention.js';
+
 /** One message as the broker stored it; `value` null is a tombstone. */
 export interface RawMessage {
   /** Kafka offset, a decimal string */
@@ -96,8 +98,12 @@ export interface KafkaPort {
   consume(options: ConsumeOptions): Promise<Consumption>;
   endOffsets(topics: readonly string[]): Promise<PartitionEnds[]>;
   listTopics(): Promise<string[]>;
-  /** creates the topics that do not exist yet; returns those it created */
-  createTopics(topics: readonly string[], partitions: number): Promise<string[]>;
+  /** creates the topics that do not exist yet, keeping every event (`retention.ts`); returns those it created */
+  createTopics(topics: readonly string[], creation: TopicCreation): Promise<string[]>;
+  /** what each topic keeps, as its configuration says */
+  topicRetention(topics: readonly string[]): Promise<TopicRetention[]>;
+  /** sets each topic to keep every event from now on (`keepEveryEvent`) */
+  retainEveryEvent(topics: readonly string[]): Promise<void>;
   /** sends the messages in order per topic, acknowledged by every in-sync replica */
   publish(messages: readonly OutgoingMessage[]): Promise<void>;
   /** best effort: a leftover empty group also expires on the broker by itself */

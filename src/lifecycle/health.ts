@@ -14,6 +14,8 @@ import type { SupervisorStatus } from './supervisor.js';
 export interface HealthReport {
   ready: boolean;
   reasons: string[];
+  /** what threatens the next build but not the served model: a topic that forgets, a candidate that cannot be built */
+  warnings: string[];
   state: ServiceState;
   file: string;
   projectionVersion: number;
@@ -111,8 +113,13 @@ export class Health {
       readyMaxLag: this.options.readyMaxLag,
       stallTimeoutMs: this.options.stallTimeoutMs,
     });
+    const candidateStatus = candidate?.projectorStatus() ?? null;
     return {
       ...verdict,
+      warnings:
+        candidateStatus !== null && !candidateStatus.running && candidateStatus.lastError !== null
+          ? [`the candidate model cannot be built now (${candidateStatus.lastError})`]
+          : [],
       state: state.name,
       file: served.file,
       projectionVersion: PROJECTION_VERSION,

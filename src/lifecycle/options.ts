@@ -12,6 +12,8 @@ import type { ServiceState } from './states.js';
 import type { Backoff } from '../backoff.js';
 import type { RestartReason } from './supervisor.js';
 import type { CatchUpOptions } from './catch-up.js';
+import type { TopicRetention } from '../kafka/retention.js';
+import type { LogReport } from './log-watch.js';
 
 /** What the lifecycle reports as it goes; the service turns it into metrics. */
 export interface LifecycleEvents {
@@ -21,6 +23,8 @@ export interface LifecycleEvents {
   candidateProgress?: (ratio: number) => void;
   unreadable?: (batch: UnreadableBatch) => void;
   switched?: (from: string, to: string) => void;
+  /** the topics' retention and log starts were checked (`log-watch.ts`) */
+  logChecked?: (report: LogReport) => void;
   /** a change of state; `allowed` false: refused (the state stays `from`) */
   stateChanged?: (from: ServiceState, to: ServiceState, allowed: boolean) => void;
 }
@@ -31,6 +35,8 @@ export interface LifecycleOptions {
   groupId: string;
   startProjector: StartProjector;
   endOffsets: (topics: readonly string[]) => Promise<PartitionEnds[]>;
+  /** each topic's retention settings, checked with every lag measure (absent: not checked) */
+  topicRetention?: (topics: readonly string[]) => Promise<TopicRetention[]>;
   clock: Clock;
   logger: Logger;
   readyMaxLag: number;

@@ -21,6 +21,7 @@ import type { LifecycleOptions } from './options.js';
 import { candidateOf, isServing, type ReleaseLock, type ServiceState } from './states.js';
 import { switchContextOf, switchIfReached, type SwitchContext } from './switch.js';
 import { CatchUpByReplay } from './catch-up.js';
+import { LogWatch } from './log-watch.js';
 
 export type { LifecycleEvents, LifecycleOptions } from './options.js';
 export type { HealthReport };
@@ -40,6 +41,8 @@ export class ReadModelLifecycle {
   private readonly switching: SwitchContext;
   /** What the API answers from, published to the request threads as it changes. */
   private readonly view: ServedView;
+  /** whether the topics can still rebuild the model (`log-watch.ts`); null when the options give no way to ask */
+  private readonly logWatch: LogWatch | null;
 
   /** What the HTTP API of this thread reads (`readView()` for the others). */
   get reads(): ApiReads {
@@ -53,6 +56,16 @@ export class ReadModelLifecycle {
     this.modelTopics = new Set(orderModelRoles.map((role) => options.topics[role]));
     this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);
+    const { topicRetention } = options;
+    this.logWatch =
+      topicRetention === undefined
+        ? null
+        : new LogWatch({
+            topicRetention,
+            acceptedLosses: () => options.files.acceptedLosses(),
+            logger,
+            ...(options.events?.logChecked === undefined ? {} : { checked: options.events.logChecked }),
+          });
     this.candidates = new Candidates({ ...options, modelTopics: this.modelTopics });
     this.keys = keysStoreOf(options, () => this.view.refresh());
     this.view = new ServedView({
@@ -123,6 +136,7 @@ export class ReadModelLifecycle {
   health(): HealthReport {
     const now = this.options.clock.now();
     const report = this.health_.report(this.machine.current, now);
+    report.warnings.push(...(this.logWatch?.warnings() ?? []));
     return this.keys.joinedTo(this.replays?.joinedTo(report) ?? report, now);
   }
 
@@ -143,6 +157,7 @@ export class ReadModelLifecycle {
       });
       throw error;
     }
+    await this.logWatch?.check(Object.values(this.options.topics), ends);
     await this.machine.post('lag measured', () => this.lagMeasured(ends));
   }
 

@@ -71,6 +71,7 @@ const starting: Promise<Consumption> = runProjection({
     skipsOf.operatorSkips({
       onImport: (report) => logger.warn(report, 'imported the skips of skipped-batches.json'),
     }),
+  acceptedLosses: () => skipsOf.acceptedLosses(),
   ...(fetches === undefined
     ? {}
     : {

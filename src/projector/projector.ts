@@ -6,7 +6,8 @@
  */
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
-import type { Consumption, KafkaPort, UnreadableBatch } from '../kafka/port.js';
+import { historyGaps, HistoryMissing, type AcceptedLoss } from '../kafka/history.js';
+import { offsetKey, type Consumption, type KafkaPort, type UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { skipOf, type OperatorSkip } from '../read-model/operator-skips.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
@@ -25,7 +26,7 @@ export interface AppliedBatchFacts {
 }
 
 export interface ProjectionOptions {
-  port: Pick<KafkaPort, 'consume'>;
+  port: Pick<KafkaPort, 'consume' | 'endOffsets'>;
   groupId: string;
   topics: Record<TopicRole, string>;
   /** the topics to consume, by role (default: all four) */
@@ -36,6 +37,8 @@ export interface ProjectionOptions {
   onUnreadable?: (batch: UnreadableBatch) => void;
   /** the batches operators have skipped (`skip-batch`), read again whenever a batch cannot be read */
   operatorSkips?: () => readonly OperatorSkip[];
+  /** the operators' acceptances of lost history (`accept-history-loss`), read at every start */
+  acceptedLosses?: () => readonly AcceptedLoss[];
   /** a message's value beyond this is dead-lettered as too_large (default `defaultMessageMaxBytes`) */
   maxMessageBytes?: number;
   /** a fetch came back from the broker (`ConsumeOptions.onFetched`) */
@@ -45,15 +48,28 @@ export interface ProjectionOptions {
   afterBatch?: (startedAt: number) => Promise<void> | void;
 }
 
-export function runProjection(options: ProjectionOptions): Promise<Consumption> {
+/**
+ * Starts consuming into the writer's model, from its stored positions. Before the first fetch the
+ * log must hold what the model needs (`historyGaps`, the rule of `kafka/history.ts`): otherwise it
+ * throws `HistoryMissing` and nothing is read. A partition the model has not read starts at its log
+ * start, as the check just read it.
+ */
+export async function runProjection(options: ProjectionOptions): Promise<Consumption> {
   const { writer, logger } = options;
   const roleOf = roleOfTopic(options.topics);
+  const topics = (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
+    .filter((role) => options.roles?.includes(role) ?? true)
+    .map((role) => options.topics[role]);
+  const ends = await options.port.endOffsets(topics);
+  const stored = (topic: string, partition: number): number | undefined =>
+    writer.storedOffset(topic, partition);
+  const gaps = historyGaps(ends, stored, options.acceptedLosses?.() ?? []);
+  if (gaps.length > 0) throw new HistoryMissing(gaps);
+  const logStarts = new Map(ends.map((end) => [offsetKey(end.topic, end.partition), end.start]));
   return options.port.consume({
     groupId: options.groupId,
-    topics: (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
-      .filter((role) => options.roles?.includes(role) ?? true)
-      .map((role) => options.topics[role]),
-    startAt: (topic, partition) => writer.storedOffset(topic, partition),
+    topics,
+    startAt: (topic, partition) => stored(topic, partition) ?? logStarts.get(offsetKey(topic, partition)),
     ...(options.onFetched === undefined ? {} : { onFetched: options.onFetched }),
     ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }),
     onUnreadable: (batch) => {

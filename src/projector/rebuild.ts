@@ -174,6 +174,7 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
       options.files.operatorSkips({
         onImport: (report) => options.logger.warn(report, 'imported the skips of skipped-batches.json'),
       }),
+    acceptedLosses: () => options.files.acceptedLosses(),
   });
   const main = consumption;
   try {

@@ -30,7 +30,15 @@ import {
 } from './lease-lock.js';
 import { removeModelFile } from './database.js';
 import type { OperatorSkip } from './operator-skips.js';
-import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
+import {
+  recordedLosses,
+  recordedSkips,
+  recordLoss,
+  recordSkip,
+  skipRecordName,
+  type SkipRecordOptions,
+} from './skip-record.js';
+import type { AcceptedLoss } from '../kafka/history.js';
 
 export type { LockHolder } from './lease-lock.js';
 
@@ -158,6 +166,16 @@ export class ModelFiles {
     options: SkipRecordOptions = {},
   ): { recorded: OperatorSkip; added: boolean } {
     return recordSkip(this.dir, skip, options);
+  }
+
+  /** The operators' acceptances of lost history, read by every build before it starts (`kafka/history.ts`). */
+  acceptedLosses(): AcceptedLoss[] {
+    return recordedLosses(this.dir);
+  }
+
+  /** Records an operator's acceptance that a partition's history below an offset is gone; true when added. */
+  recordAcceptedLoss(loss: AcceptedLoss): boolean {
+    return recordLoss(this.dir, loss);
   }
 
   private writePointer(path: string, file: string): void {

@@ -15,6 +15,7 @@
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import type { AcceptedLoss } from '../kafka/history.js';
 import type { OperatorSkip } from './operator-skips.js';
 
 export const skipRecordName = 'operator-skips.sqlite';
@@ -37,6 +38,19 @@ CREATE TRIGGER IF NOT EXISTS operator_skips_no_update BEFORE UPDATE ON operator_
   BEGIN SELECT RAISE(ABORT, 'operator skips are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS operator_skips_no_delete BEFORE DELETE ON operator_skips
   BEGIN SELECT RAISE(ABORT, 'operator skips are append-only'); END;
+CREATE TABLE IF NOT EXISTS accepted_history_losses (
+  topic TEXT NOT NULL,
+  partition INTEGER NOT NULL CHECK (partition >= 0),
+  below INTEGER NOT NULL CHECK (below > 0),
+  reason TEXT NOT NULL,
+  recorded_by TEXT NOT NULL,
+  recorded_at TEXT NOT NULL,
+  PRIMARY KEY (topic, partition, below)
+) STRICT;
+CREATE TRIGGER IF NOT EXISTS accepted_history_losses_no_update BEFORE UPDATE ON accepted_history_losses
+  BEGIN SELECT RAISE(ABORT, 'accepted history losses are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS accepted_history_losses_no_delete BEFORE DELETE ON accepted_history_losses
+  BEGIN SELECT RAISE(ABORT, 'accepted history losses are append-only'); END;
 `;
 
 interface SkipRow {
@@ -119,6 +133,46 @@ export function recordSkip(
         return { recorded: skipOfRow(row), added };
       })
       .immediate(),
+  );
+}
+
+interface LossRow {
+  topic: string;
+  partition: number;
+  below: number;
+  reason: string;
+  recorded_by: string;
+  recorded_at: string;
+}
+
+const lossOfRow = (row: LossRow): AcceptedLoss => ({
+  topic: row.topic,
+  partition: row.partition,
+  below: row.below,
+  reason: row.reason,
+  by: row.recorded_by,
+  at: row.recorded_at,
+});
+
+/** The operators' acceptances of lost history (`accept-history-loss`), oldest first. */
+export function recordedLosses(dir: string): AcceptedLoss[] {
+  return withRecord(dir, {}, (db) =>
+    (db.prepare('SELECT * FROM accepted_history_losses ORDER BY rowid').all() as LossRow[]).map(lossOfRow),
+  );
+}
+
+/** Records an acceptance unless the same one is recorded already; returns whether this call added it. */
+export function recordLoss(dir: string, loss: AcceptedLoss): boolean {
+  return withRecord(
+    dir,
+    {},
+    (db) =>
+      db
+        .prepare(
+          `INSERT INTO accepted_history_losses (topic, partition, below, reason, recorded_by, recorded_at)
+           VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+        )
+        .run(loss.topic, loss.partition, loss.below, loss.reason, loss.by, loss.at).changes === 1,
   );
 }
 

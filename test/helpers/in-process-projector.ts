@@ -44,6 +44,7 @@ export function inProcessProjectors(
                 return options.onBatch(batch);
               },
             }),
+          endOffsets: (topics) => port.endOffsets(topics),
         },
         groupId: spec.groupId,
         topics,
@@ -58,6 +59,7 @@ export function inProcessProjectors(
         onUnreadable: (batch) => spec.onUnreadable?.(batch),
         // as the service's threads: the skips recorded in the model's data directory
         operatorSkips: () => new ModelFiles(dirname(spec.file)).operatorSkips(),
+        acceptedLosses: () => new ModelFiles(dirname(spec.file)).acceptedLosses(),
       });
       return {
         positions: () => positions,

@@ -11,6 +11,7 @@ import type {
   OutgoingMessage,
   PartitionEnds,
 } from '../../src/kafka/port.js';
+import { keepEveryEvent, type TopicRetention } from '../../src/kafka/retention.js';
 
 interface StoredRecord {
   key: Buffer | null;
@@ -58,6 +59,17 @@ export class MemoryKafka implements KafkaPort {
   readable(topic: string, partition: number): void {
     this.unreadableAt.delete(`${partition}:${topic}`);
     this.unreadableBatches.delete(`${partition}:${topic}`);
+  }
+
+  /** where each partition's log starts, by `partition:topic` (0 when absent) */
+  private readonly logStarts = new Map<string, number>();
+  /** each topic's settings, as `topicRetention` reports them (default: keeping every event) */
+  readonly retention = new Map<string, Record<string, string | null>>();
+
+  /** Deletes the partition's records below `before`, as retention or `deleteRecords` does. */
+  deleteRecords(topic: string, partition: number, before: number): void {
+    const key = `${partition}:${topic}`;
+    this.logStarts.set(key, Math.max(this.logStarts.get(key) ?? 0, before));
   }
 
   constructor(
@@ -142,6 +154,11 @@ export class MemoryKafka implements KafkaPort {
               const key = `${partition}:${topic}`;
               const log = partitions[partition]!;
               const from = positions.get(key) ?? options.startAt(topic, partition) ?? 0;
+              if (from < (this.logStarts.get(key) ?? 0)) {
+                // as the patched client does: an offset the log no longer holds fails the consumer
+                entry.fail(new Error(`offset ${from} out of range on ${topic} partition ${partition}`));
+                break;
+              }
               if (from >= log.length) continue;
               const batches = this.unreadableBatches.get(key) ?? [];
               const at = batches.find((b) => from >= b.first && from <= b.last);
@@ -222,11 +239,23 @@ export class MemoryKafka implements KafkaPort {
         (this.logs.get(topic) ?? []).map((log, partition) => ({
           topic,
           partition,
-          start: 0,
+          start: this.logStarts.get(`${partition}:${topic}`) ?? 0,
           end: log.length,
         })),
       ),
     );
+  }
+
+  topicRetention(topics: readonly string[]): Promise<TopicRetention[]> {
+    if (this.down) return Promise.reject(new BrokerUnreachable());
+    return Promise.resolve(
+      topics.map((topic) => ({ topic, settings: this.retention.get(topic) ?? { ...keepEveryEvent } })),
+    );
+  }
+
+  retainEveryEvent(topics: readonly string[]): Promise<void> {
+    for (const topic of topics) this.retention.set(topic, { ...keepEveryEvent });
+    return Promise.resolve();
   }
 
   listTopics(): Promise<string[]> {

@@ -177,27 +177,28 @@ describe('an unreadable batch met by the projector', () => {
   }
 
   /** `listens` false: no `onUnreadable` of the projection's own. */
-  function projection(
+  async function projection(
     options: Partial<ProjectionOptions> = {},
     listens = true,
-  ): {
+  ): Promise<{
     onUnreadable: NonNullable<ConsumeOptions['onUnreadable']>;
     model: ReturnType<typeof memoryReadModel>;
     lines: Line[];
     reported: UnreadableBatch[];
     batches: AppliedBatchFacts[];
-  } {
+  }> {
     let consume: ConsumeOptions | undefined;
     const model = memoryReadModel();
     const lines: Line[] = [];
     const reported: UnreadableBatch[] = [];
     const batches: AppliedBatchFacts[] = [];
-    void runProjection({
+    await runProjection({
       port: {
         consume: (o) => {
           consume = o;
           return Promise.resolve({} as Consumption);
         },
+        endOffsets: () => Promise.resolve([]),
       },
       groupId: 'g',
       topics: testTopics,
@@ -241,8 +242,8 @@ describe('an unreadable batch met by the projector', () => {
     expect(model.writer.storedOffset(testTopics.orders, 0)).toBe(next);
   }
 
-  it('moves past the batch a recorded skip names, as a batch of one dead letter, saying who skipped it and why', () => {
-    const p = projection({ operatorSkips: () => [skip] });
+  it('moves past the batch a recorded skip names, as a batch of one dead letter, saying who skipped it and why', async () => {
+    const p = await projection({ operatorSkips: () => [skip] });
     readTo(p.model, 5);
     const before = performance.timeOrigin + performance.now();
     expect(p.onUnreadable(batch)).toBe(10);
@@ -266,8 +267,8 @@ describe('an unreadable batch met by the projector', () => {
     ]);
   });
 
-  it('does not move a model that is not at the batch a recorded skip names, and says so', () => {
-    const p = projection({ operatorSkips: () => [skip] });
+  it('does not move a model that is not at the batch a recorded skip names, and says so', async () => {
+    const p = await projection({ operatorSkips: () => [skip] });
     readTo(p.model, 3);
     expect(p.onUnreadable(batch)).toBeUndefined();
     expect(p.model.writer.storedOffset(testTopics.orders, 0)).toBe(3);
@@ -289,8 +290,8 @@ describe('an unreadable batch met by the projector', () => {
     ]);
   });
 
-  it('leaves the partition waiting at a batch no skip names, and reports it', () => {
-    const p = projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] });
+  it('leaves the partition waiting at a batch no skip names, and reports it', async () => {
+    const p = await projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] });
     readTo(p.model, 5);
     expect(p.onUnreadable(batch)).toBeUndefined();
     expect(p.model.writer.storedOffset(testTopics.orders, 0)).toBe(5);
@@ -304,14 +305,14 @@ describe('an unreadable batch met by the projector', () => {
     ]);
   });
 
-  it('leaves it waiting where nobody listens for unreadable batches', () => {
-    const p = projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] }, false);
+  it('leaves it waiting where nobody listens for unreadable batches', async () => {
+    const p = await projection({ operatorSkips: () => [{ ...skip, lastOffset: 8 }] }, false);
     expect(p.onUnreadable(batch)).toBeUndefined();
     expect(p.reported).toEqual([]);
   });
 
-  it('leaves it waiting where no skips are given, or their record cannot be read, saying so', () => {
-    const none = projection();
+  it('leaves it waiting where no skips are given, or their record cannot be read, saying so', async () => {
+    const none = await projection();
     expect(none.onUnreadable(batch)).toBeUndefined();
     expect(none.reported).toEqual([batch]);
     expect(none.lines.map(fields)).toEqual([
@@ -321,7 +322,7 @@ describe('an unreadable batch met by the projector', () => {
         ...batch,
       },
     ]);
-    const unreadable = projection({
+    const unreadable = await projection({
       operatorSkips: () => {
         throw new Error('the record cannot be read');
       },
