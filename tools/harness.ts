@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { Admin } from 'kafkajs';
 import type { TopicRole } from '../schemas/events.js';
 import { createTopicsWithLeaders } from '../src/kafka/kafkajs-topics.js';
+import { creationEntries } from '../src/kafka/retention.js';
 
 export const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -123,7 +124,13 @@ export async function createContractTopicSet(
   const topics = contractTopicNames(prefix);
   await createTopicsWithLeaders(
     admin,
-    Object.values(topics).map((topic) => ({ topic, numPartitions, replicationFactor: 1 })),
+    Object.values(topics).map((topic) => ({
+      topic,
+      numPartitions,
+      replicationFactor: 1,
+      // as `topics create` makes them: keeping every event
+      configEntries: creationEntries({ partitions: numPartitions }),
+    })),
   );
   return topics;
 }

@@ -1,0 +1,255 @@
+/**
+ * No build that is missing history is ever served (`src/kafka/history.ts`). On one-partition topics,
+ * records are deleted from the start of a partition as retention does (`deleteRecords`), then a
+ * rebuild, a new replica and the keys store's successor are each refused with the served model
+ * kept; an operator's acceptance lets them through. Topics deleted and created again leave the
+ * model's positions past the new log's end: refused too.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { API_PREFIX } from '../../schemas/api.js';
+import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { loadConfig } from '../../src/config.js';
+import { keysFile } from '../../src/keys/keys-files.js';
+import { startService, type RunningService } from '../../src/service.js';
+import { serviceArgv } from '../../tools/harness.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { orderCreated, at } from '../helpers/events.js';
+import {
+  connectedClients,
+  createContractTopics,
+  publish,
+  testKafka,
+  uniqueTopicName,
+  waitUntil,
+} from '../helpers/kafka.js';
+import { serviceEnv } from '../helpers/service-process.js';
+
+const { admin, producer } = await connectedClients(testKafka());
+const running: RunningService[] = [];
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const service of running) await service.close().catch(() => undefined);
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function portOf(app: RunningService['app']): number {
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('not listening');
+  return address.port;
+}
+
+interface Replica {
+  env: NodeJS.ProcessEnv;
+  dataDir: string;
+  start: () => Promise<RunningService>;
+}
+
+function replicaOn(topics: Record<TopicRole, string>): Replica {
+  const dir = mkdtempSync(join(tmpdir(), 'history-'));
+  dirs.push(dir);
+  const dataDir = join(dir, 'data');
+  const env = {
+    ...serviceEnv({ topics, dataDir, httpPort: 0, adminPort: 0, groupId: uniqueTopicName('history') }),
+    LOG_LEVEL: 'silent',
+    LAG_CHECK_INTERVAL_MS: '200',
+  };
+  return {
+    env,
+    dataDir,
+    start: async () => {
+      const service = await startService(loadConfig(env), pino({ level: 'silent' }));
+      running.push(service);
+      return service;
+    },
+  };
+}
+
+const auth = (org: number) => ({ authorization: `Bearer ${keyOf(org)}` });
+
+async function orderIds(service: RunningService, org = 1): Promise<number[] | number> {
+  const response = await fetch(`http://127.0.0.1:${portOf(service.app)}${API_PREFIX}/orders?limit=200`, {
+    headers: auth(org),
+  });
+  if (response.status !== 200) return response.status;
+  return ((await response.json()) as { data: { id: number }[] }).data.map((o) => o.id);
+}
+
+async function count(service: RunningService): Promise<number> {
+  const ids = await orderIds(service);
+  return Array.isArray(ids) ? ids.length : -1;
+}
+
+async function readyz(
+  service: RunningService,
+): Promise<{ ready: boolean; reasons: string[]; warnings: string[] }> {
+  const response = await fetch(`http://127.0.0.1:${portOf(service.admin)}/readyz`);
+  return (await response.json()) as { ready: boolean; reasons: string[]; warnings: string[] };
+}
+
+const orders = (ids: readonly number[]): DomainEvent[] =>
+  ids.map((id) => orderCreated({ order_id: id }, { occurred_at: at(id * 1000) }));
+
+/** Runs the CLI as its own process, as an operator would; resolves with its exit code and output. */
+function cli(env: NodeJS.ProcessEnv, args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, serviceArgv(args), {
+    env: { ...env, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, output })));
+}
+
+/** Deletes a partition's records below `offset`, as retention does. */
+const deleteBelow = (topic: string, offset: number): Promise<void> =>
+  admin.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: String(offset) }] });
+
+describe('a log shortened by retention', () => {
+  it('refuses a rebuild and a new replica, keeps serving every order, and lets them through once the loss is accepted', async () => {
+    const topics = await createContractTopics(admin, 1);
+    await publish(producer, topics, [issueKeyOf(1), ...orders([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])]);
+    const replica = replicaOn(topics);
+    const service = await replica.start();
+    await waitUntil('ten orders served', async () => (await count(service)) === 10);
+
+    await deleteBelow(topics.orders, 5);
+    await publish(producer, topics, orders([11, 12]));
+    await waitUntil('twelve orders served', async () => (await count(service)) === 12);
+    await waitUntil('the lost history is a warning', async () =>
+      (await readyz(service)).warnings.some((w) =>
+        w.includes(`${topics.orders} partition 0: the log starts at offset 5`),
+      ),
+    );
+    const served = await readyz(service);
+    expect(served.ready, served.reasons.join('; ')).toBe(true);
+
+    const refused = await cli(replica.env, ['rebuild']);
+    expect(refused.code, refused.output).not.toBe(0);
+    expect(refused.output).toContain(
+      `${topics.orders} partition 0: the log starts at offset 5, and the model needs it from offset 0`,
+    );
+    expect(refused.output).toContain('accept-history-loss');
+    // the served model stays: no proposal, every order
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect(await orderIds(service)).toHaveLength(12);
+
+    // a new replica on the same topics is not ready, and says why
+    const fresh = replicaOn(topics);
+    const second = await fresh.start();
+    await waitUntil('the new replica says why it is not ready', async () =>
+      (await readyz(second)).reasons.some((r) => r.includes('the log starts at offset 5')),
+    );
+    expect((await readyz(second)).ready).toBe(false);
+
+    // the operator accepts the loss: the new replica catches up with what the log holds
+    const accepted = await cli(fresh.env, [
+      'accept-history-loss',
+      '--topic',
+      topics.orders,
+      '--partition',
+      '0',
+      '--below',
+      '5',
+      '--reason',
+      'the orders before offset 5 are gone for good',
+    ]);
+    expect(accepted.code, accepted.output).toBe(0);
+    await waitUntil('the new replica is ready', async () => (await readyz(second)).ready, 60_000);
+    expect(await orderIds(second)).toEqual([12, 11, 10, 9, 8, 7, 6]);
+    expect(await orderIds(service)).toHaveLength(12);
+  });
+
+  it('keeps a key valid when the keys topic has lost its issue and the keys store of a new version is refused', async () => {
+    const topics = await createContractTopics(admin, 1);
+    // the key of organization 1 at offset 0, five more after it
+    await publish(producer, topics, [
+      issueKeyOf(1),
+      ...[2, 3, 4, 5, 6].map((org) => issueKeyOf(org)),
+      ...orders([1]),
+    ]);
+    const replica = replicaOn(topics);
+    const first = await replica.start();
+    await waitUntil('the key answers', async () => Array.isArray(await orderIds(first)));
+    await first.close();
+    // The store becomes the predecessor of this version's: as after a projection version change.
+    const store = keysFile(replica.dataDir);
+    const db = new Database(store);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.prepare(`UPDATE projection_meta SET value = ? WHERE key = 'projection_version'`).run(
+      String(PROJECTION_VERSION - 1),
+    );
+    db.close();
+    renameSync(store, keysFile(replica.dataDir, PROJECTION_VERSION - 1));
+    rmSync(`${store}-wal`, { force: true });
+    rmSync(`${store}-shm`, { force: true });
+    await deleteBelow(topics.apiKeys, 3);
+
+    const service = await replica.start();
+    await waitUntil('the keys store says why it cannot be built', async () =>
+      (await readyz(service)).reasons.some((r) =>
+        r.includes(`${topics.apiKeys} partition 0: the log starts at offset 3`),
+      ),
+    );
+    // the predecessor answers: the key that was never revoked stays valid
+    for (let i = 0; i < 5; i += 1) {
+      expect(await orderIds(service)).toEqual([1]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+  });
+
+  it('refuses to read on from positions past the end of topics created again', async () => {
+    const topics = await createContractTopics(admin, 1);
+    await publish(producer, topics, [issueKeyOf(1), ...orders([1, 2, 3, 4, 5])]);
+    const replica = replicaOn(topics);
+    const first = await replica.start();
+    await waitUntil('five orders served', async () => (await count(first)) === 5);
+    await first.close();
+    await admin.deleteTopics({ topics: Object.values(topics) });
+    await waitUntil('the topics are gone', async () => {
+      const names = new Set(await admin.listTopics());
+      return Object.values(topics).every((topic) => !names.has(topic));
+    });
+    const again = await createContractTopicsNamed(topics);
+    await publish(producer, again, [issueKeyOf(1), ...orders([7])]);
+
+    const service = await replica.start();
+    await waitUntil('the replica says its positions lie past the new log', async () =>
+      (await readyz(service)).reasons.some((r) =>
+        r.includes(`${topics.orders} partition 0: the model has read up to offset 5, past the log's end 1`),
+      ),
+    );
+    expect((await readyz(service)).ready).toBe(false);
+  });
+});
+
+/** Creates topics of the given names again (one partition each). */
+async function createContractTopicsNamed(
+  topics: Record<TopicRole, string>,
+): Promise<Record<TopicRole, string>> {
+  const { createTopicsWithLeaders } = await import('../../src/kafka/kafkajs-topics.js');
+  await waitUntil(
+    'the topics are created again',
+    async () => {
+      try {
+        await createTopicsWithLeaders(
+          admin,
+          Object.values(topics).map((topic) => ({ topic, numPartitions: 1, replicationFactor: 1 })),
+        );
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    60_000,
+    500,
+  );
+  return topics;
+}
