@@ -19,6 +19,8 @@ import { loadConfig } from '../../src/config.js';
 import { keysFile } from '../../src/keys/keys-files.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { serviceArgv } from '../../tools/harness.js';
+import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { orderCreated, at } from '../helpers/events.js';
 import {
@@ -165,6 +167,34 @@ describe('a log shortened by retention', () => {
     await waitUntil('the new replica is ready', async () => (await readyz(second)).ready, 60_000);
     expect(await orderIds(second)).toEqual([12, 11, 10, 9, 8, 7, 6]);
     expect(await orderIds(service)).toHaveLength(12);
+  });
+
+  it('keeps serving every order through a projection version change whose rebuild the log cannot give', async () => {
+    const topics = await createContractTopics(admin, 1);
+    await publish(producer, topics, [issueKeyOf(1), ...orders([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])]);
+    const replica = replicaOn(topics);
+    const first = await replica.start();
+    await waitUntil('ten orders served', async () => (await count(first)) === 10);
+    await deleteBelow(topics.orders, 5);
+    await publish(producer, topics, orders([11, 12]));
+    await waitUntil('twelve orders served', async () => (await count(first)) === 12);
+    await first.close();
+    const served = new ModelFiles(replica.dataDir).currentFile()!;
+    markProjectionVersion1(served);
+
+    const service = await replica.start();
+    await waitUntil('the candidate says why it cannot be built', async () =>
+      (await readyz(service)).warnings.some((w) =>
+        w.includes(
+          `the candidate model cannot be built now (the log does not hold what this model needs: ${topics.orders} partition 0: the log starts at offset 5`,
+        ),
+      ),
+    );
+    for (let i = 0; i < 5; i += 1) {
+      expect(await count(service)).toBe(12);
+      expect(new ModelFiles(replica.dataDir).currentFile()).toBe(served);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
   });
 
   it('keeps a key valid when the keys topic has lost its issue and the keys store of a new version is refused', async () => {
