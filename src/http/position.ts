@@ -197,14 +197,22 @@ export function answerAtPosition(
       return;
     }
   }
+  // Only a conditional request may be answered from what the reader remembers alone (a 304): any
+  // other reads a page, in the same read transaction as its tag and its position.
+  const remembered = request.headers['if-none-match'] !== undefined;
   const attempt = (fresh: boolean): typeof notReached | undefined =>
-    reads().inSnapshot((snapshot) => {
-      const position = snapshot.position();
-      if (required !== null && !reached(position, required)) return notReached;
-      void reply.header(positionHeader, positionToken(position));
-      answer(snapshot);
-      return undefined;
-    }, fresh);
+    reads().inSnapshot(
+      (snapshot) => {
+        const position = snapshot.position();
+        if (required !== null && !reached(position, required)) return notReached;
+        // Set before the answer reads anything more: the reader runs this again in one read
+        // transaction if the answer needs the file, and this header is then set again.
+        void reply.header(positionHeader, positionToken(position));
+        answer(snapshot);
+        return undefined;
+      },
+      { fresh, remembered: remembered && !fresh },
+    );
   // What the reader remembers may be a commit behind the file: look at the file before waiting.
   if (attempt(false) !== notReached || attempt(true) !== notReached) return;
   return waitThenAnswer(reply, () => attempt(true), options.waitMs);
