@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { listenApi } from './api-listen.js';
 import type { ServiceConfig } from './config.js';
+import { orderModelRoles } from '../schemas/events.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './projector/projector-thread.js';
 import { startReplayThread } from './projector/replay-thread.js';
@@ -149,6 +150,7 @@ async function startServing(
     requests,
     tracing,
     readPositionWaitMs: config.http.readPositionWaitMs,
+    modelTopics: orderModelRoles.map((role) => config.topics[role]),
   });
   held.app = app;
   const admin = await buildAdminApp({

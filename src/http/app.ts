@@ -18,7 +18,7 @@ import { compression, type CompressionSettings } from './plugins/compression.js'
 import { errorHandling, frameworkErrorOptions } from './plugins/error-answers.js';
 import { observability, requestIdOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
-import { defaultPositionWaitMs } from './position.js';
+import { defaultPositionWaitMs, topicIdsOf } from './position.js';
 import { rateLimiting, type RateLimit } from './plugins/rate-limit.js';
 import { requestTracing, tracingOptions } from './plugins/tracing.js';
 import { orderArticlesRoute } from './routes/order-articles.js';
@@ -42,6 +42,12 @@ export interface AppDeps {
   tracing?: Tracing | undefined;
   /** how long a request waits for the position it presents (READ_POSITION_WAIT_MS; `position.ts`) */
   readPositionWaitMs?: number;
+  /**
+   * the topics the served model is read from (TOPIC_ORDERS, TOPIC_ORDER_STATUS, TOPIC_ARTICLES): a
+   * presented position naming another (and not in the model's own position) is refused with 400
+   * (`position.ts`); absent: any
+   */
+  modelTopics?: readonly string[];
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -80,7 +86,10 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
       await api.register(async (secured) => {
         authentication(secured, authenticated);
         await rateLimiting(secured, deps.rateLimit, deps.rateTable);
-        const positions = { waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs };
+        const positions = {
+          waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs,
+          ...(deps.modelTopics === undefined ? {} : { topicIds: topicIdsOf(deps.modelTopics) }),
+        };
         await secured.register(orderListRoute(deps.readerOf, positions));
         await secured.register(orderArticlesRoute(deps.readerOf, positions));
       });

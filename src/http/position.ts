@@ -150,13 +150,7 @@ function parseToken(token: string): RequiredPosition | null {
 
 /** True when `position` has applied every offset `required` names (a partition never read counts as 0). */
 export function reached(position: ModelPosition, required: RequiredPosition): boolean {
-  let mine = compared.get(position);
-  if (mine === undefined) {
-    mine = new Map(
-      [...byTopic(position)].map(([topic, offsets]) => [topicId(topic).toString('hex'), offsets]),
-    );
-    compared.set(position, mine);
-  }
+  const mine = idsOf(position);
   for (const [id, offsets] of required) {
     const have = mine.get(id);
     for (let partition = 0; partition < offsets.length; partition++) {
@@ -169,6 +163,38 @@ export function reached(position: ModelPosition, required: RequiredPosition): bo
 export interface PositionOptions {
   /** how long a request waits for a presented position (READ_POSITION_WAIT_MS) */
   waitMs: number;
+  /**
+   * The ids (`topicIdsOf`) of the topics the served model is read from, as configured (every
+   * replica of a deployment has the same): a token may name these, even one this replica has read
+   * nothing of yet, and the topics of the position this replica gives. A token naming any other
+   * topic was never given by this API (another deployment's, or one given before the topics were
+   * renamed) and is refused with 400: offset 0 of it would always be reached and any other never.
+   * Absent: any topic (an app built without a configuration, as in benchmarks).
+   */
+  topicIds?: ReadonlySet<string>;
+}
+
+/** The topic ids of `topics`, for the check of a presented token. */
+export function topicIdsOf(topics: readonly string[]): ReadonlySet<string> {
+  return new Set(topics.map((topic) => topicId(topic).toString('hex')));
+}
+
+export const unknownPositionTopic = new ApiError(
+  400,
+  'Invalid read position',
+  "X-Read-Position names a topic this API does not read from: it is not a token an answer of this API gave (another deployment's, or one given before its topics were renamed). Send the request without it.",
+);
+
+/** The topic ids of a position (by `topicId`), computed once per position object. */
+function idsOf(position: ModelPosition): Map<string, number[]> {
+  let mine = compared.get(position);
+  if (mine === undefined) {
+    mine = new Map(
+      [...byTopic(position)].map(([topic, offsets]) => [topicId(topic).toString('hex'), offsets]),
+    );
+    compared.set(position, mine);
+  }
+  return mine;
 }
 
 export const defaultPositionWaitMs = 1000;
@@ -197,14 +223,30 @@ export function answerAtPosition(
       return;
     }
   }
+  // Topics the configuration does not name: given only if this replica's own position names them.
+  const known = options.topicIds;
+  const foreign =
+    required === null || known === undefined ? [] : [...required.keys()].filter((id) => !known.has(id));
+  // Only a conditional request may be answered from what the reader remembers alone (a 304): any
+  // other reads a page, in the same read transaction as its tag and its position.
+  const remembered = request.headers['if-none-match'] !== undefined;
   const attempt = (fresh: boolean): typeof notReached | undefined =>
-    reads().inSnapshot((snapshot) => {
-      const position = snapshot.position();
-      if (required !== null && !reached(position, required)) return notReached;
-      void reply.header(positionHeader, positionToken(position));
-      answer(snapshot);
-      return undefined;
-    }, fresh);
+    reads().inSnapshot(
+      (snapshot) => {
+        const position = snapshot.position();
+        if (foreign.length > 0 && foreign.some((id) => !idsOf(position).has(id))) {
+          void sendError(reply, unknownPositionTopic);
+          return undefined;
+        }
+        if (required !== null && !reached(position, required)) return notReached;
+        // Set before the answer reads anything more: the reader runs this again in one read
+        // transaction if the answer needs the file, and this header is then set again.
+        void reply.header(positionHeader, positionToken(position));
+        answer(snapshot);
+        return undefined;
+      },
+      { fresh, remembered: remembered && !fresh },
+    );
   // What the reader remembers may be a commit behind the file: look at the file before waiting.
   if (attempt(false) !== notReached || attempt(true) !== notReached) return;
   return waitThenAnswer(reply, () => attempt(true), options.waitMs);

@@ -7,10 +7,11 @@
 export interface CacheOptions {
   /**
    * Remember digests and the position once read, as one snapshot of the file: a 304 then reads
-   * nothing. Every read that goes to the file (a fill, a page) checks SQLite's `data_version` in its
-   * transaction and starts the remembered snapshot over when another connection has committed, so
-   * what is remembered is always of one state of the file and a position given is never older than
-   * the page given with it. Forgotten at `forgetChanges()`, or after at most `changesCacheMs`.
+   * nothing. A request that goes to the file runs in one read transaction that checks SQLite's
+   * `data_version` first and starts the remembered snapshot over when another connection has
+   * committed, so what is remembered is always of one state of the file, and the tag, the page and
+   * the position of one answer are of the same one. Forgotten at `forgetChanges()`, or after at
+   * most `changesCacheMs`.
    * Only for a reader whose owner calls `forgetChanges()` after every commit (the service does on
    * each batch of its projector thread) and whose connection does not write.
    */
@@ -68,6 +69,11 @@ export class SnapshotCache {
       this.epochSeen = epoch;
       this.rememberedSince = performance.now();
     }
+  }
+
+  /** True when a snapshot's position is remembered (with whatever digests of it were read). */
+  remembers(): boolean {
+    return this.version !== null && this.position !== null;
   }
 
   /** Makes every reader sharing the epochs forget its snapshot. */

@@ -72,6 +72,23 @@ export type ModelReads = Pick<ReadModelReader, 'inSnapshot' | 'orderPage' | 'art
 /** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */
 export type ApiReads = ModelReads & { orgOfKeyHash(keySha256: string): number | null };
 
+/** How `ReadModelReader.inSnapshot` may answer. */
+export interface SnapshotOptions {
+  /** forget what is remembered first (a presented position the remembered one has not reached) */
+  fresh?: boolean;
+  /**
+   * false: go to the file at once (default true: what is remembered alone is tried first). An
+   * answer that reads a page cannot be given from memory; only a conditional request may be.
+   */
+  remembered?: boolean;
+}
+
+/**
+ * Thrown out of a read from what is remembered at its first read of the file, and caught by
+ * `inSnapshot`: one object made once, so a throw captures no stack.
+ */
+const needsTheFile = new Error('this read needs the file: run again in a read transaction');
+
 export class ReadModelReader implements ModelSnapshot {
   /** the statements this file's projection version allows */
   private readonly reads: ReadStatements;
@@ -113,17 +130,29 @@ export class ReadModelReader implements ModelSnapshot {
   private fileIdentity: string | undefined;
 
   /**
-   * Runs the reads of one request: its tag, its page and the position it reports. Without caching,
-   * in one read transaction of the file, so the position names exactly what the answer shows. With
-   * caching, from the remembered snapshot where it can (a 304 reads nothing), and the page in a
-   * transaction of its own that moves the remembered snapshot to its own state when the file has
-   * changed, so the position given is never older than the page. `fresh`: forget what is
-   * remembered first (a presented position that the remembered one has not reached).
+   * Runs the reads of one request: its tag, its page and the position it reports, all of one
+   * snapshot of the file, so the position names exactly what the answer shows. Without caching, in
+   * one read transaction of the file. With caching, first from what is remembered alone when it
+   * holds a snapshot and `how.remembered` allows (a 304 reads nothing); at the first read that needs
+   * the file, `read` is run again from the start in one read transaction, where what is remembered
+   * is used only if SQLite's `data_version` proves it is of the transaction's own snapshot (else it
+   * is forgotten and read again there). So `read` may run twice: before its first read of the file
+   * it must do nothing a second run would not undo (setting headers is fine, sending is not).
    */
-  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, fresh = false): T {
+  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, how: SnapshotOptions = {}): T {
     if (!this.cache.caching) return this.fromFile(() => read(this));
-    this.cache.startRequest(fresh);
-    return read(this);
+    this.cache.startRequest(how.fresh === true);
+    if (how.remembered !== false && this.cache.remembers()) {
+      this.rememberedOnly = true;
+      try {
+        return read(this);
+      } catch (error) {
+        if (error !== needsTheFile) throw error;
+      } finally {
+        this.rememberedOnly = false;
+      }
+    }
+    return this.fromFile(() => read(this));
   }
 
   /** Forgets remembered digests and position, in every reader sharing its epochs: call after every commit to the file. */
@@ -135,9 +164,14 @@ export class ReadModelReader implements ModelSnapshot {
   private readonly dataVersion: Statement;
   private inTransaction = false;
 
+  /** true while `inSnapshot` answers from what is remembered alone */
+  private rememberedOnly = false;
+
   /** `read` in a read transaction of the file (the one running, if any). */
   private fromFile<T>(read: () => T): T {
-    return this.inTransaction ? read() : (this.transaction(read) as T);
+    if (this.inTransaction) return read();
+    if (this.rememberedOnly) throw needsTheFile;
+    return this.transaction(read) as T;
   }
 
   orgDigest(orgId: number): string {

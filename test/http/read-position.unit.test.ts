@@ -15,16 +15,17 @@ import {
 import { positionKey, ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { articlePublished, at, orderCreated, statusChanged } from '../helpers/events.js';
-import { memoryReadModel } from '../helpers/read-model.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 
 /** A replica: its own model and its own app, fed events directly. */
-async function replica(waitMs: number) {
+async function replica(waitMs: number, modelTopics?: readonly string[]) {
   const model = memoryReadModel();
   const reader = new ReadModelReader(model.db);
   const app = await buildApp({
     readerOf: () => apiReadsOfOneFile(reader),
     logger: pino({ level: 'silent' }),
     readPositionWaitMs: waitMs,
+    ...(modelTopics === undefined ? {} : { modelTopics }),
   });
   afterAll(async () => {
     await app.close();
@@ -125,6 +126,46 @@ describe('tags and positions across replicas', () => {
     const answer = await a.get('/orders/2/articles', { [positionHeader]: own });
     expect(answer.status).toBe(200);
     expect(answer.headers[positionHeader]).toBe(own);
+  });
+});
+
+describe('a well-formed token naming a topic this API never gave', () => {
+  const modelTopics = [testTopics.orders, testTopics.orderStatus, testTopics.articles];
+  const tokenOf = (topic: string, next: number): string =>
+    positionToken(new Map([[positionKey(topic, 0), next]]));
+
+  it('is refused with 400 at once, whatever its offset; a configured topic is accepted before any of it is read', async () => {
+    const waitMs = 2000;
+    const empty = await replica(waitMs, modelTopics);
+    const served = await replica(waitMs, modelTopics);
+    empty.model.apply(issueKeyOf(1));
+    served.model.apply(...history);
+    for (const next of [0, 1, 5]) {
+      for (const at of [empty, served]) {
+        const started = performance.now();
+        const answer = await at.get('/orders', {
+          [positionHeader]: tokenOf('another-deployments-orders', next),
+        });
+        expect(answer.status, String(next)).toBe(400);
+        expect(answer.body).toMatchObject({ error: 'Invalid read position' });
+        expect(performance.now() - started).toBeLessThan(waitMs / 2);
+      }
+    }
+    // A topic this replica has read nothing of yet, but is configured to read (another replica's token).
+    const ahead = String((await served.get('/orders')).headers[positionHeader]);
+    expect((await empty.get('/orders', { [positionHeader]: tokenOf(testTopics.orders, 0) })).status).toBe(
+      200,
+    );
+    // The served replica's own token (its position also names the keys' topic, read into the same file here).
+    expect((await served.get('/orders/2/articles', { [positionHeader]: ahead })).status).toBe(200);
+    // A known topic beside an unknown one is still refused.
+    const mixed = positionToken(
+      new Map([
+        [positionKey(testTopics.orders, 0), 1],
+        [positionKey('another-deployments-orders', 0), 0],
+      ]),
+    );
+    expect((await served.get('/orders', { [positionHeader]: mixed })).status).toBe(400);
   });
 });
 

@@ -36,6 +36,7 @@ import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
 import { Caller, type CallerCounts } from './caller.js';
+import { PagePositions } from './page-positions.js';
 import { Random } from './random.js';
 import { RevokedKeyProbes, type KeyProbe, type Pinned } from './threads.js';
 import { insertOnlyOrg, organizations, World, type Draw } from './world.js';
@@ -195,7 +196,18 @@ class Campaign {
     );
 
     this.caller = new Caller(this.world, this.invariants, new Random(options.seed + 4));
+    this.pagePositions = new PagePositions(
+      kafka,
+      topics.orders,
+      replicas,
+      this.world,
+      this.invariants,
+      new Random(options.seed + 5),
+    );
   }
+
+  /** every answer during the campaign checked against its own position (`page-positions.ts`) */
+  private readonly pagePositions: PagePositions;
 
   private keyProbed(replica: Replica, probe: KeyProbe): void {
     this.invariants.key(replica.name, this.memory(replica), probe.keyId, probe.status, probe);
@@ -222,6 +234,7 @@ class Campaign {
     for (const replica of this.replicas) replica.start();
     await this.waitReady('the first start');
     this.revokedProbes.start();
+    await this.pagePositions.start();
     const scenario = [...(this.options.scenario ?? [])];
     for (let step = 1; step <= this.options.steps && Date.now() < deadline; step += 1) {
       this.invariants.step = step;
@@ -241,6 +254,11 @@ class Campaign {
     this.invariants.step = this.steps.length + 1;
     await this.endFaults();
     await this.revokedProbes.stop();
+    await this.pagePositions.stop();
+    const pages = this.pagePositions.counts;
+    this.log(
+      `[campaign ${this.options.seed}] pages checked against their own position: ${pages.checked}, undecided ${pages.undecided}`,
+    );
     for (const replica of this.replicas) {
       for (const refused of replica.refusedTransitions.splice(0))
         this.violation(replica, 'transitions in the table', refused);

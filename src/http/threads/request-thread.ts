@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../logger.js';
+import { orderModelRoles } from '../../../schemas/events.js';
 import { RequestMetrics } from '../../request-metrics.js';
 import { startTracing } from '../../tracing/tracing.js';
 import { buildApp } from '../app.js';
@@ -31,6 +32,7 @@ try {
     requests: data.requests,
     tracing,
     readPositionWaitMs: data.config.http.readPositionWaitMs,
+    modelTopics: orderModelRoles.map((role) => data.config.topics[role]),
   });
   // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it
   await app.listen({ host: data.config.http.host, port: data.port, reusePort: true } as {
