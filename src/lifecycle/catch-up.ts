@@ -6,6 +6,7 @@
  * proposed like any rebuild, and served once it has reached the served one (the one switch of
  * every candidate, which never serves an older model).
  */
+import type { AcceptedLoss } from '../kafka/history.js';
 import type { PartitionEnds, Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { ReplayResult } from '../projector/replay-thread.js';
@@ -37,6 +38,8 @@ export interface CatchUpHost<Served> {
   send: (label: string, command: () => void) => void;
   /** whether another rebuild holds the lock */
   rebuildRunning: () => boolean;
+  /** the operators' acceptances of lost history */
+  acceptedLosses: () => readonly AcceptedLoss[];
   /** proposes the model in `file` (`NEXT`) and adopts it; throws when it cannot */
   propose: (file: string) => void;
   /** gives `served` its projector back if it is still served and not projecting; while a candidate is adopted too, if `evenWhileRebuilding` */
@@ -75,7 +78,13 @@ export class CatchUpByReplay<Served extends ReplayedModel> {
       onProgress: (progress: { done: number; total: number }) =>
         events?.candidateProgress?.(progress.total === 0 ? 1 : progress.done / progress.total),
     };
-    const host = { ...lifecycle, logger: options.logger, now, rebuildRunning: () => files.rebuildRunning() };
+    const host = {
+      ...lifecycle,
+      logger: options.logger,
+      now,
+      rebuildRunning: () => files.rebuildRunning(),
+      acceptedLosses: () => files.acceptedLosses(),
+    };
     return new CatchUpByReplay<Served>(catchUp, watch, host);
   }
 
@@ -110,9 +119,9 @@ export class CatchUpByReplay<Served extends ReplayedModel> {
    * has the cores, and starts again if the replay fails.
    */
   lagMeasured(served: Served, lag: number, ends: readonly PartitionEnds[], now: number): void {
-    // A replay reads the log from its start: where the log has lost messages the served model
-    // holds, it would build an older model.
-    if (!replayLosesNothing(ends, served.positions())) return;
+    // A replay reads the log from its start: where the log has lost messages, its build would be
+    // refused; the served projector is not stopped for it.
+    if (!replayLosesNothing(ends, this.host.acceptedLosses())) return;
     // Another rebuild holds the lock: a replay would stop the served projector only to be refused.
     if (this.host.rebuildRunning()) return;
     const logSize = logSizeOf(ends);

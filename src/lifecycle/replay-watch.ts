@@ -12,7 +12,8 @@
  * live projector gets there first.
  */
 import { backoffDelay, type Backoff } from '../backoff.js';
-import { offsetKey, type PartitionEnds, type Positions } from '../kafka/port.js';
+import { historyGaps, type AcceptedLoss } from '../kafka/history.js';
+import type { PartitionEnds } from '../kafka/port.js';
 import type { RebuildProgress } from '../projector/rebuild-progress.js';
 import type { ReplayThread } from '../projector/replay-thread.js';
 
@@ -35,13 +36,15 @@ export function logSizeOf(ends: readonly PartitionEnds[]): number {
 }
 
 /**
- * Whether a replay from the start of each partition's log builds everything the served model holds:
- * true unless some partition's log no longer starts at offset 0 (retention deleted its first
- * messages) while the served model has read messages of it. A model that has read none of it would
- * start from the same first message as the replay.
+ * Whether a replay from the start of each partition's log may run: the rule every build meets before
+ * its first fetch (`historyGaps`, `kafka/history.ts`), for a model that has read nothing. Asked
+ * before the served projector is stopped for a replay that would be refused.
  */
-export function replayLosesNothing(ends: readonly PartitionEnds[], served: Positions): boolean {
-  return ends.every((end) => end.start === 0 || (served.get(offsetKey(end.topic, end.partition)) ?? 0) === 0);
+export function replayLosesNothing(
+  ends: readonly PartitionEnds[],
+  accepted: readonly AcceptedLoss[],
+): boolean {
+  return historyGaps(ends, () => undefined, accepted).length === 0;
 }
 
 /** Whether a lag of `lag` messages out of `logSize` is caught up faster by a replay than live. */
