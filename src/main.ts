@@ -145,6 +145,12 @@ const commands: Record<string, Command> = {
           ? `Wrote ${facts.file} (${facts.bytes} bytes, projection version ${facts.projectionVersion}, ${facts.positions} messages applied).`
           : `Restored ${facts.file} as the served model (${facts.positions} messages applied): the service continues from its stored positions.`,
       );
+      if (facts.keys !== null)
+        ctx.print(
+          typeof to === 'string'
+            ? `Wrote the keys store's copy ${facts.keys.file} (${facts.keys.positions} messages applied).`
+            : `Restored the keys store ${facts.keys.file} (${facts.keys.positions} messages applied).`,
+        );
       return Promise.resolve();
     },
   },

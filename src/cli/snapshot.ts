@@ -2,11 +2,22 @@
  * Snapshots for new replicas: a consistent copy of the served model, taken while the service serves
  * and ingests (SQLite's `VACUUM INTO` reads one snapshot of the file), which carries the positions
  * stored with it; a new replica restored from it continues from those positions instead of
- * replaying every topic from the start.
+ * replaying every topic from the start. The keys store is copied beside it (`<file>.keys`), so a
+ * replica restored from both needs no history the topics may have lost.
  */
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, statSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
+import { keysFile } from '../keys/keys-files.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
 import { ModelFiles } from '../read-model/files.js';
 import { operatorSkipsIn } from '../read-model/operator-skips.js';
@@ -21,7 +32,12 @@ export interface SnapshotFacts {
   projectionVersion: number;
   /** messages the model has applied, summed over its stored positions */
   positions: number;
+  /** the keys store's copy beside it (`<file>.keys`), with the messages it has applied; null when there was none */
+  keys: { file: string; positions: number } | null;
 }
+
+/** The keys store's copy of a snapshot: beside it, so that one name carries both. */
+export const keysCopyOf = (snapshot: string): string => `${snapshot}.keys`;
 
 function positionsIn(file: string): { projectionVersion: number; positions: number } {
   const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
@@ -41,14 +57,27 @@ export function takeSnapshot(dataDir: string, to: string): SnapshotFacts {
   const served = new ModelFiles(dataDir).currentFile();
   if (served === null)
     throw new SnapshotRefused(`No read model in ${dataDir} yet: start the service or run a rebuild first.`);
-  if (existsSync(to)) throw new SnapshotRefused(`${to} exists already; name a new file.`);
-  const db = openReadModel(served, { readonly: true, anyProjectionVersion: true });
+  if (existsSync(to) || existsSync(keysCopyOf(to)))
+    throw new SnapshotRefused(`${to} or ${keysCopyOf(to)} exists already; name a new file.`);
+  vacuumInto(served, to);
+  // The keys store too: a new replica on a keys topic that lost its first events cannot build it.
+  const store = keysFile(dataDir);
+  let keys: SnapshotFacts['keys'] = null;
+  if (existsSync(store)) {
+    vacuumInto(store, keysCopyOf(to));
+    keys = { file: keysCopyOf(to), positions: positionsIn(keysCopyOf(to)).positions };
+  }
+  return { file: to, bytes: statSync(to).size, ...positionsIn(to), keys };
+}
+
+/** A consistent copy of a model file, read in one snapshot while it is written to. */
+function vacuumInto(file: string, to: string): void {
+  const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
   try {
     db.prepare('VACUUM INTO ?').run(to);
   } finally {
     db.close();
   }
-  return { file: to, bytes: statSync(to).size, ...positionsIn(to) };
 }
 
 /**
@@ -129,10 +158,31 @@ export function restoreSnapshot(dataDir: string, from: string): SnapshotFacts {
     } finally {
       db.close();
     }
+    const keys = restoreKeys(dataDir, from);
     files.promote(file);
-    return { file, bytes: statSync(file).size, ...facts };
+    return { file, bytes: statSync(file).size, ...facts, keys };
   } catch (error) {
     files.remove(file);
     throw error;
+  }
+}
+
+/**
+ * Restores the keys store's copy beside a snapshot, checked as the model is, where the directory has
+ * no keys store of its own: a store is never replaced, so it never moves back.
+ */
+function restoreKeys(dataDir: string, from: string): SnapshotFacts['keys'] {
+  const copy = keysCopyOf(from);
+  const store = keysFile(dataDir);
+  if (!existsSync(copy) || existsSync(store)) return null;
+  const restoring = `${store}.restoring`;
+  try {
+    copyFileSync(copy, restoring);
+    fsyncFile(restoring);
+    const facts = checkedFacts(restoring, copy);
+    renameSync(restoring, store);
+    return { file: store, positions: facts.positions };
+  } finally {
+    rmSync(restoring, { force: true });
   }
 }
