@@ -13,18 +13,9 @@ import {
   UsageError,
   type Command,
 } from './cli/arguments.js';
-import {
-  acceptHistoryLoss,
-  createTopics,
-  retainTopics,
-  deadLetters,
-  issueKey,
-  rebuild,
-  revokeKey,
-  status,
-  type CommandContext,
-} from './cli/commands.js';
+import { deadLetters, issueKey, rebuild, revokeKey, status, type CommandContext } from './cli/commands.js';
 import { skipBatch, skipBatchLines } from './cli/skip-batch.js';
+import { acceptHistoryLoss, createTopics, retainTopics } from './cli/topics.js';
 import { restoreSnapshot, takeSnapshot } from './cli/snapshot.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger, type Logger } from './logger.js';

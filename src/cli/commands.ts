@@ -9,7 +9,6 @@ import { rebuildModel } from '../projector/rebuild.js';
 import { sha256Hex } from '../http/bearer-key.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import { type KafkaPort, offsetKey } from '../kafka/port.js';
-import { forgetfulSettings, keepEveryEvent, type TopicCreation } from '../kafka/retention.js';
 import { lagOf } from '../lifecycle/readiness.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
@@ -25,7 +24,7 @@ export interface CommandContext {
 }
 
 /** Runs `work` with the Kafka port of the configuration, closed afterwards whatever happens. */
-async function withKafka<T>(ctx: CommandContext, work: (kafka: KafkaPort) => Promise<T>): Promise<T> {
+export async function withKafka<T>(ctx: CommandContext, work: (kafka: KafkaPort) => Promise<T>): Promise<T> {
   const kafka = kafkaPortOf(ctx.config, ctx.logger);
   try {
     return await work(kafka);
@@ -45,63 +44,6 @@ export function withPublisher(
     await publisher.flush();
     return publisher.published;
   });
-}
-
-/**
- * Creates the topics that do not exist yet, keeping every event (`kafka/retention.ts`), and says of
- * the existing ones whether they keep every event, with the command that makes them.
- */
-export async function createTopics(ctx: CommandContext, creation: TopicCreation): Promise<void> {
-  const topics = Object.values(ctx.config.topics);
-  const { created, retention } = await withKafka(ctx, async (kafka) => ({
-    created: await kafka.createTopics(topics, creation),
-    retention: await kafka.topicRetention(topics),
-  }));
-  ctx.print(
-    created.length === 0
-      ? 'All topics exist.'
-      : `Created ${created.join(', ')} with ${creation.partitions} partitions, keeping every event.`,
-  );
-  for (const topic of retention) {
-    const forgets = forgetfulSettings(topic);
-    if (forgets.length > 0)
-      ctx.print(
-        `${topic.topic} forgets events (${forgets.join(', ')}): a rebuild needs every event; run: topics retain`,
-      );
-  }
-}
-
-/** Sets every topic to keep every event from now on; events already deleted stay deleted. */
-export async function retainTopics(ctx: CommandContext): Promise<void> {
-  const topics = Object.values(ctx.config.topics);
-  await withKafka(ctx, (kafka) => kafka.retainEveryEvent(topics));
-  ctx.print(`${topics.join(', ')} keep every event from now on (${retentionText()}).`);
-}
-
-const retentionText = (): string =>
-  Object.entries(keepEveryEvent)
-    .map(([name, value]) => `${name}=${value}`)
-    .join(', ');
-
-/**
- * Records an operator's acceptance that a partition's events below `below` are gone from the topic
- * for good: builds may then start at a log start up to that offset (`kafka/history.ts`).
- */
-export function acceptHistoryLoss(
-  ctx: CommandContext,
-  loss: { topic: string; partition: number; below: number; reason: string; by: string },
-): void {
-  if (!Object.values(ctx.config.topics).includes(loss.topic))
-    throw new Error(
-      `${loss.topic} is not one of the configured topics (${Object.values(ctx.config.topics).join(', ')})`,
-    );
-  const added = new ModelFiles(ctx.config.dataDir).recordAcceptedLoss({
-    ...loss,
-    at: new Date().toISOString(),
-  });
-  ctx.print(
-    `${added ? 'Recorded' : 'Already recorded'}: ${loss.topic} partition ${loss.partition} may be built from a log starting at up to offset ${loss.below}; events below it are accepted as lost (by ${loss.by}: ${loss.reason}).`,
-  );
 }
 
 /** Generates a key, publishes its SHA-256 as api_key.issued, and returns the raw key (never stored). */

@@ -30,14 +30,8 @@ import {
 } from './lease-lock.js';
 import { removeModelFile } from './database.js';
 import type { OperatorSkip } from './operator-skips.js';
-import {
-  recordedLosses,
-  recordedSkips,
-  recordLoss,
-  recordSkip,
-  skipRecordName,
-  type SkipRecordOptions,
-} from './skip-record.js';
+import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
+import { recordedLosses, recordLoss } from './accepted-losses.js';
 import type { AcceptedLoss } from '../kafka/history.js';
 
 export type { LockHolder } from './lease-lock.js';

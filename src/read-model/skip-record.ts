@@ -15,7 +15,6 @@
 import { existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import type { AcceptedLoss } from '../kafka/history.js';
 import type { OperatorSkip } from './operator-skips.js';
 
 export const skipRecordName = 'operator-skips.sqlite';
@@ -86,7 +85,11 @@ export function openSkipRecord(dir: string): Database.Database {
 }
 
 /** Runs `work` on the directory's record, created (and upgraded) on first use, closed afterwards. */
-function withRecord<T>(dir: string, options: SkipRecordOptions, work: (db: Database.Database) => T): T {
+export function withRecord<T>(
+  dir: string,
+  options: SkipRecordOptions,
+  work: (db: Database.Database) => T,
+): T {
   const db = openSkipRecord(dir);
   try {
     const report = db
@@ -133,46 +136,6 @@ export function recordSkip(
         return { recorded: skipOfRow(row), added };
       })
       .immediate(),
-  );
-}
-
-interface LossRow {
-  topic: string;
-  partition: number;
-  below: number;
-  reason: string;
-  recorded_by: string;
-  recorded_at: string;
-}
-
-const lossOfRow = (row: LossRow): AcceptedLoss => ({
-  topic: row.topic,
-  partition: row.partition,
-  below: row.below,
-  reason: row.reason,
-  by: row.recorded_by,
-  at: row.recorded_at,
-});
-
-/** The operators' acceptances of lost history (`accept-history-loss`), oldest first. */
-export function recordedLosses(dir: string): AcceptedLoss[] {
-  return withRecord(dir, {}, (db) =>
-    (db.prepare('SELECT * FROM accepted_history_losses ORDER BY rowid').all() as LossRow[]).map(lossOfRow),
-  );
-}
-
-/** Records an acceptance unless the same one is recorded already; returns whether this call added it. */
-export function recordLoss(dir: string, loss: AcceptedLoss): boolean {
-  return withRecord(
-    dir,
-    {},
-    (db) =>
-      db
-        .prepare(
-          `INSERT INTO accepted_history_losses (topic, partition, below, reason, recorded_by, recorded_at)
-           VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-        )
-        .run(loss.topic, loss.partition, loss.below, loss.reason, loss.by, loss.at).changes === 1,
   );
 }
 
