@@ -67,8 +67,13 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
     return producer;
   };
 
+  const deleteGroup = async (groupId: string): Promise<void> => {
+    await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
+  };
+
   return {
-    consume: (consume) => startConsumption(kafka, options, consume),
+    consume: (consume) =>
+      startConsumption(kafka, { ...options, deleteGroup: (id) => deleteGroup(id) }, consume),
     endOffsets: async (topics) => {
       const client = await connectedAdmin();
       const ends: PartitionEnds[] = [];
@@ -108,9 +113,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
         topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
       });
     },
-    deleteGroup: async (groupId) => {
-      await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
-    },
+    deleteGroup,
     close: async () => {
       const clients = [admin, producer].filter((c) => c !== null);
       admin = null;

@@ -48,8 +48,10 @@ export interface UnreadableBatch {
 /**
  * The consumer group of one start of a consumer: a group of its own each time, so that no membership
  * of an earlier start (a killed process's lives on for the session timeout) holds a partition from
- * it. The service keeps its positions in SQLite, never in a group, and the broker forgets an empty
- * group that has no committed offsets.
+ * it. The service keeps its positions in SQLite and commits no offsets to a group; a stopped
+ * consumer's group is deleted (`Consumption.stop`). One whose stop never ran (a killed process, a
+ * broker that did not answer) is left empty with no offsets, and the broker removes such a group at
+ * its next expiry check (`offsets.retention.check.interval.ms`, 10 minutes by default).
  */
 export function groupOfStart(prefix: string, now: number, start: number): string {
   return `${prefix}.${now}.${start}`;
@@ -82,7 +84,7 @@ export interface Consumption {
   readonly failed: Promise<Error>;
   /** stops fetching every partition (diagnostics) */
   pause(): void;
-  /** leaves the group; no batch is handed over after it resolves */
+  /** leaves the group and deletes it (best effort, bounded); no batch is handed over after it resolves */
   stop(): Promise<void>;
 }
 
@@ -100,7 +102,7 @@ export interface KafkaPort {
   createTopics(topics: readonly string[], partitions: number): Promise<string[]>;
   /** sends the messages in order per topic, acknowledged by every in-sync replica */
   publish(messages: readonly OutgoingMessage[]): Promise<void>;
-  /** best effort: a leftover empty group also expires on the broker by itself */
+  /** best effort: a leftover empty group with no offsets also expires on the broker by itself */
   deleteGroup(groupId: string): Promise<void>;
   close(): Promise<void>;
 }
