@@ -67,7 +67,10 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
     return producer;
   };
 
+  let closed = false;
   const deleteGroup = async (groupId: string): Promise<void> => {
+    // a consumer's goodbye that ends after the port was closed opens no new connection
+    if (closed) return;
     await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
   };
 
@@ -115,6 +118,7 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
     },
     deleteGroup,
     close: async () => {
+      closed = true;
       const clients = [admin, producer].filter((c) => c !== null);
       admin = null;
       producer = null;

@@ -128,25 +128,16 @@ export async function startConsumption(
     stop: async () => {
       stopping = true;
       unreadable.stop();
-      const goodbye = { taken: false };
+      const leaving = consumer.disconnect();
+      const { deleteGroup } = settings;
+      // Once the consumer has left, its group is empty and holds no offsets: deleting it leaves
+      // nothing of this start on the broker, even when the stop has stopped waiting for the goodbye.
       await boundedGoodbye(
-        consumer.disconnect().then(() => {
-          goodbye.taken = true;
-        }),
+        deleteGroup === undefined ? leaving : leaving.then(() => deleteGroup(consume.groupId)),
         goodbyeTimeoutMs,
         logger,
         `leaving group ${consume.groupId}`,
       );
-      // The group is empty and holds no offsets: deleting it leaves nothing of this start on the
-      // broker. After a goodbye the broker did not take, the broker expires the group by itself.
-      if (goodbye.taken && settings.deleteGroup !== undefined) {
-        await boundedGoodbye(
-          settings.deleteGroup(consume.groupId),
-          goodbyeTimeoutMs,
-          logger,
-          `deleting group ${consume.groupId}`,
-        );
-      }
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * Nothing left behind in DATA_DIR: a proposal replaced by a second `rebuild` while no service runs,
  * and a finished build never proposed (a kill between its rename and its proposal), are deleted at
- * the next build or start; never while a service serves the directory; kept builds stay.
+ * the next build or start; never while a service serves the directory; kept builds stay. The
+ * service's consumers leave no committed offsets on the broker.
  */
 import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,13 +36,14 @@ describe('model files no pointer names', () => {
       ...[1, 2, 3].map((id) => orderCreated({ order_id: id }, { occurred_at: at(id) })),
     ]);
     const dataDir = join(dir, 'data');
+    const groupId = uniqueTopicName('leftovers');
     const env = {
       ...serviceEnv({
         topics,
         dataDir,
         httpPort: await freePort(),
         adminPort: await freePort(),
-        groupId: uniqueTopicName('leftovers'),
+        groupId,
       }),
       LOG_LEVEL: 'warn',
     };
@@ -85,6 +87,21 @@ describe('model files no pointer names', () => {
     expect(existsSync(whileServed)).toBe(true);
     service.child.kill('SIGTERM');
     expect(await service.exited).toBe(0);
+    // Its consumers (keys, the candidate's, the served model's) committed no offsets: a group whose
+    // goodbye the shutdown did not wait for is empty, and the broker removes it by itself.
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId);
+    const committed = await Promise.all(
+      groups
+        .filter((id) => id.startsWith(groupId))
+        .map(async (id) =>
+          (await admin.fetchOffsets({ groupId: id, topics: Object.values(topics) })).flatMap((t) =>
+            t.partitions
+              .filter((p) => p.offset !== '-1')
+              .map((p) => `${id} ${t.topic}[${p.partition}] ${p.offset}`),
+          ),
+        ),
+    );
+    expect(committed.flat()).toEqual([]);
 
     const keptAgain = builtInto(await runServiceCommand(['rebuild', '--no-promote'], env));
     expect(gone(whileServed)).toBe(true);
