@@ -94,6 +94,9 @@ export async function startService(config: ServiceConfig, logger: Logger): Promi
   const files = new ModelFiles(config.dataDir);
   const held: Held = { servingLock: takeServingLock(config.dataDir) };
   try {
+    // Nothing is served or built here yet: what no pointer names is deleted, unless a rebuild runs.
+    const leftovers = files.removeLeftovers('serving lock');
+    if (leftovers.length > 0) logger.info({ files: leftovers }, 'removed the model files no pointer named');
     return await startServing(config, logger, files, held);
   } catch (error) {
     // the start's own failure is the one to report; closing runs every step whatever fails

@@ -180,9 +180,13 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
         onProgress: (p) => progress.update(p.done, p.total, { deadLetters: p.deadLetters }),
         abort: interrupted,
         articlesThread: { config: ctx.config },
+        finish: options.promote ? 'propose' : 'keep',
+        removeLeftovers: true,
       }),
     );
     for (const abandoned of result.removedAbandoned) ctx.print(`Removed the abandoned build ${abandoned}.`);
+    for (const leftover of result.removedLeftovers)
+      ctx.print(`Removed ${leftover}, which no pointer named (no service runs).`);
     progress.update(result.done, result.total, { deadLetters: result.deadLetters });
     progress.stop();
     const seconds = result.durationMs / 1000;
@@ -190,12 +194,11 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
       `Rebuilt ${result.done} messages in ${seconds.toFixed(1)} s (${Math.round(result.done / Math.max(seconds, 0.001))} events/s) into ${result.file}; ${result.deadLetters} dead letters met on the way.`,
     );
     if (options.promote) {
-      files.proposeNext(result.file);
       ctx.print(
         'Proposed it as the next model (DATA_DIR/NEXT): the service catches it up to the served model in a worker thread and serves it once it has reached it on every partition (at its next start if none runs now).',
       );
     } else {
-      ctx.print('Not proposed (--no-promote): the file is kept; nothing deletes it.');
+      ctx.print('Not proposed (--no-promote): the file is kept (named …-kept.sqlite); nothing deletes it.');
     }
   } finally {
     progress.stop();

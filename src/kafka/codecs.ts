@@ -5,7 +5,7 @@
  */
 import { gzip, unzip, zstdCompress, zstdDecompress } from 'node:zlib';
 import { promisify } from 'node:util';
-import { compressFrame, decompressFrame } from 'lz4-napi';
+import { compressFrame, decompressFrame, uncompress } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 
 /** What one record batch may inflate to by default: above the batches producers send by default (a Java producer's 16 KiB, this service's 256 KiB), far under the memory budget (npm run bench:hostile). */
@@ -80,23 +80,90 @@ async function snappyDecompress(buffer: Buffer): Promise<Buffer> {
   return Buffer.concat(inflated);
 }
 
-/**
- * LZ4 frames state their content size only when the producer chose to (flag bit 3): such a frame is
- * refused before it is inflated; any other is checked once inflated, which an LZ4 block's ratio
- * (at most 255 : 1) bounds to 255 times the broker's largest message.
- */
-function lz4StatedSize(frame: Buffer): number | null {
-  if (frame.length < 14 || frame.readUInt32LE(0) !== 0x184d2204) return null;
-  const flags = frame[4] ?? 0;
-  return (flags & 0x08) === 0 ? null : Number(frame.readBigUInt64LE(6));
+/** An LZ4 frame as Kafka producers write it: a descriptor, then blocks each of at most `blockMax` bytes inflated. */
+interface Lz4Frame {
+  stated: number | null;
+  blockMax: number;
+  /** blocks that refer to the 64 KiB inflated before them (flag bit 5 unset) */
+  linked: boolean;
+  blocks: { stored: boolean; data: Buffer }[];
 }
 
+const lz4Magic = 0x184d2204;
+const lz4Window = 64 * 1024;
+const lz4BlockMax: Partial<Record<number, number>> = {
+  4: 64 * 1024,
+  5: 256 * 1024,
+  6: 1024 * 1024,
+  7: 4 * 1024 * 1024,
+};
+
+/**
+ * Reads an LZ4 frame's descriptor and the size word of each block (its high bit marks a block
+ * stored uncompressed) without inflating anything. The checksums are left to lz4-napi.
+ */
+function lz4Frame(frame: Buffer): Lz4Frame {
+  if (frame.length < 7 || frame.readUInt32LE(0) !== lz4Magic) throw new Error('not an LZ4 frame');
+  const flags = frame[4] ?? 0;
+  const blockMax = lz4BlockMax[((frame[5] ?? 0) >> 4) & 7];
+  if (flags >> 6 !== 1 || blockMax === undefined)
+    throw new Error('an LZ4 frame of an unknown version or block size');
+  let at = 6;
+  const stated = (flags & 0x08) === 0 ? null : Number(frame.readBigUInt64LE(at));
+  at += ((flags & 0x08) === 0 ? 0 : 8) + ((flags & 0x01) === 0 ? 0 : 4) + 1;
+  const checked = (flags & 0x10) === 0 ? 0 : 4;
+  const blocks: Lz4Frame['blocks'] = [];
+  for (;;) {
+    if (at + 4 > frame.length) throw new Error('an LZ4 frame without its end mark');
+    const word = frame.readUInt32LE(at);
+    at += 4;
+    if (word === 0) break;
+    const length = word & 0x7fffffff;
+    if (length > blockMax || at + length + checked > frame.length) throw new Error('a truncated LZ4 block');
+    blocks.push({ stored: word >>> 31 === 1, data: frame.subarray(at, at + length) });
+    at += length + checked;
+  }
+  if (at + ((flags & 0x04) === 0 ? 0 : 4) !== frame.length) throw new Error('bytes after the LZ4 frame');
+  return { stated, blockMax, linked: (flags & 0x20) === 0, blocks };
+}
+
+/**
+ * Inflates a frame's blocks one at a time, each into at most the frame's block size, keeping none
+ * of them: throws as soon as the total passes the limit, so a bomb costs a block or two of memory.
+ */
+async function lz4Measure(frame: Lz4Frame): Promise<void> {
+  let inflated = 0;
+  let window: Buffer | undefined;
+  for (const block of frame.blocks) {
+    let data = block.data;
+    if (!block.stored) {
+      // lz4-napi's `uncompress` reads a block after its 4-byte inflated size, and fails past it
+      const sized = Buffer.allocUnsafe(4 + data.length);
+      sized.writeUInt32LE(frame.blockMax);
+      data.copy(sized, 4);
+      data = await uncompress(sized, window);
+    }
+    inflated += data.length;
+    if (inflated > inflatedLimit) throw new BatchTooLarge('lz4', null);
+    if (frame.linked)
+      window = Buffer.concat(window === undefined ? [data] : [window, data]).subarray(-lz4Window);
+  }
+}
+
+/**
+ * Java's producer and lz4-napi never state the content size, so the bound comes from the blocks:
+ * a frame whose blocks cannot pass the limit is inflated at once (its checksums verified), any other
+ * is measured block by block first, and refused at the first block past the limit.
+ */
 async function lz4Decompress(buffer: Buffer): Promise<Buffer> {
-  const stated = lz4StatedSize(buffer);
-  if (stated !== null && stated > inflatedLimit) throw new BatchTooLarge('lz4', stated);
-  const inflated = Buffer.from(await decompressFrame(buffer));
-  if (inflated.length > inflatedLimit) throw new BatchTooLarge('lz4', inflated.length);
-  return inflated;
+  const frame = lz4Frame(buffer);
+  if (frame.stated !== null && frame.stated > inflatedLimit) throw new BatchTooLarge('lz4', frame.stated);
+  const most = frame.blocks.reduce(
+    (sum, block) => sum + (block.stored ? block.data.length : frame.blockMax),
+    0,
+  );
+  if (most > inflatedLimit) await lz4Measure(frame);
+  return Buffer.from(await decompressFrame(buffer));
 }
 
 /** zlib's own codecs stop at the limit while inflating: nothing past it is ever allocated. */

@@ -68,8 +68,16 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
     return producer;
   };
 
+  let closed = false;
+  const deleteGroup = async (groupId: string): Promise<void> => {
+    // a consumer's goodbye that ends after the port was closed opens no new connection
+    if (closed) return;
+    await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
+  };
+
   return {
-    consume: (consume) => startConsumption(kafka, options, consume),
+    consume: (consume) =>
+      startConsumption(kafka, { ...options, deleteGroup: (id) => deleteGroup(id) }, consume),
     endOffsets: async (topics) => {
       const client = await connectedAdmin();
       const ends: PartitionEnds[] = [];
@@ -154,10 +162,9 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
         topicMessages: [...byTopic].map(([topic, list]) => ({ topic, messages: list })),
       });
     },
-    deleteGroup: async (groupId) => {
-      await (await connectedAdmin()).deleteGroups([groupId]).catch(() => undefined);
-    },
+    deleteGroup,
     close: async () => {
+      closed = true;
       const clients = [admin, producer].filter((c) => c !== null);
       admin = null;
       producer = null;

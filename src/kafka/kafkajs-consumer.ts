@@ -12,6 +12,8 @@ import type { ConsumeOptions, Consumption } from './port.js';
 export interface ConsumerSettings {
   sessionTimeoutMs: number;
   logger: Logger;
+  /** deletes the group once the consumer has left it (best effort) */
+  deleteGroup?: (groupId: string) => Promise<void>;
 }
 
 export async function startConsumption(
@@ -88,7 +90,9 @@ export async function startConsumption(
     await consumer.connect();
     await consumer.subscribe({ topics: [...consume.topics], fromBeginning: true });
     await consumer.run({
-      autoCommit: true,
+      // Positions live in the model (SQLite): the group commits nothing, so the broker keeps no
+      // offsets of it (for offsets.retention.minutes, 7 days by default) once it is empty.
+      autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async (payload) => {
         const { batch } = payload;
@@ -124,8 +128,12 @@ export async function startConsumption(
     stop: async () => {
       stopping = true;
       unreadable.stop();
+      const leaving = consumer.disconnect();
+      const { deleteGroup } = settings;
+      // Once the consumer has left, its group is empty and holds no offsets: deleting it leaves
+      // nothing of this start on the broker, even when the stop has stopped waiting for the goodbye.
       await boundedGoodbye(
-        consumer.disconnect(),
+        deleteGroup === undefined ? leaving : leaving.then(() => deleteGroup(consume.groupId)),
         goodbyeTimeoutMs,
         logger,
         `leaving group ${consume.groupId}`,

@@ -50,8 +50,11 @@ export interface UnreadableBatch {
 /**
  * The consumer group of one start of a consumer: a group of its own each time, so that no membership
  * of an earlier start (a killed process's lives on for the session timeout) holds a partition from
- * it. The service keeps its positions in SQLite, never in a group, and the broker forgets an empty
- * group that has no committed offsets.
+ * it. The service keeps its positions in SQLite and commits no offsets to a group; a stopped
+ * consumer's group is deleted once the consumer has left it (`Consumption.stop`). One left by a
+ * killed process, or by a shutdown that closed the port before the goodbye ended, is empty with no
+ * offsets: the broker removes such a group at its next expiry check
+ * (`offsets.retention.check.interval.ms`, 10 minutes by default).
  */
 export function groupOfStart(prefix: string, now: number, start: number): string {
   return `${prefix}.${now}.${start}`;
@@ -84,7 +87,7 @@ export interface Consumption {
   readonly failed: Promise<Error>;
   /** stops fetching every partition (diagnostics) */
   pause(): void;
-  /** leaves the group; no batch is handed over after it resolves */
+  /** leaves the group, then deletes it (best effort); no batch is handed over after it resolves */
   stop(): Promise<void>;
 }
 
@@ -106,7 +109,7 @@ export interface KafkaPort {
   retainEveryEvent(topics: readonly string[]): Promise<void>;
   /** sends the messages in order per topic, acknowledged by every in-sync replica */
   publish(messages: readonly OutgoingMessage[]): Promise<void>;
-  /** best effort: a leftover empty group also expires on the broker by itself */
+  /** best effort: a leftover empty group with no offsets also expires on the broker by itself */
   deleteGroup(groupId: string): Promise<void>;
   close(): Promise<void>;
 }

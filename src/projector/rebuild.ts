@@ -29,6 +29,8 @@ export interface RebuildResult extends RebuildProgress {
   durationMs: number;
   /** builds of rebuilds that died before finishing, removed under the lock */
   removedAbandoned: string[];
+  /** model files no pointer named, removed under both locks (`removeLeftovers`) */
+  removedLeftovers: string[];
 }
 
 export interface RebuildOptions {
@@ -43,6 +45,16 @@ export interface RebuildOptions {
   lockReason?: string;
   /** resolves when the rebuild should stop early (the build file is then removed) */
   abort?: Promise<void>;
+  /**
+   * What becomes of the finished build, still under the lock: proposed in `NEXT`, or kept under a
+   * name nothing deletes (default: neither; the caller proposes it).
+   */
+  finish?: 'propose' | 'keep';
+  /**
+   * Deletes the model files no pointer names, before the build and after its proposal, when no
+   * service serves the directory (the `rebuild` command; never a service's own replay).
+   */
+  removeLeftovers?: boolean;
   /**
    * Builds the articles in a thread of their own, with its own consumer and file, joined into the
    * build at the end: the two halves of the work run on two cores (the `rebuild` command does).
@@ -61,7 +73,14 @@ export async function rebuildModel(options: RebuildOptions): Promise<RebuildResu
     // Holding the lock, no other rebuild is writing: any build left in the directory was abandoned.
     const removedAbandoned = options.files.abandonedBuilds();
     for (const abandoned of removedAbandoned) options.files.remove(abandoned);
-    return { ...(await replay(options)), removedAbandoned };
+    const sweep = (): string[] =>
+      options.removeLeftovers === true ? options.files.removeLeftovers('rebuild lock') : [];
+    const removedBefore = sweep();
+    const result = await replay(options);
+    // Proposed under the lock: no sweep can ever see it finished but unproposed.
+    if (options.finish === 'propose') options.files.proposeNext(result.file);
+    // the proposal this one replaced, when no service runs to retire it
+    return { ...result, removedAbandoned, removedLeftovers: [...removedBefore, ...sweep()] };
   } finally {
     release();
   }
@@ -74,7 +93,9 @@ interface ReplayState extends ReplayPositions {
   part: string | null;
 }
 
-async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'removedAbandoned'>> {
+async function replay(
+  options: RebuildOptions,
+): Promise<Omit<RebuildResult, 'removedAbandoned' | 'removedLeftovers'>> {
   const started = Date.now();
   // Where each partition's log starts and ends now: the rebuild's targets.
   const targets: Target[] = (
@@ -117,7 +138,7 @@ async function replay(options: RebuildOptions): Promise<Omit<RebuildResult, 'rem
     if (part !== null) options.files.remove(part);
     throw error;
   }
-  const file = options.files.finishBuild(building);
+  const file = options.files.finishBuild(building, { kept: options.finish === 'keep' });
   if (part !== null) options.files.remove(part);
   const result = { ...progressOf(state), file, durationMs: Date.now() - started };
   options.logger.info(result, 'rebuild finished');

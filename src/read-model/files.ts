@@ -3,7 +3,8 @@
  * served one and a `NEXT` pointer naming a candidate that the service serves once it has caught up
  * with the served one. Pointers are replaced atomically (write, fsync, rename). A rebuild writes a
  * new generation beside the served one; `rebuild.lock` keeps two rebuilds of one directory apart.
- * A process deletes only files it created or retired itself.
+ * A process deletes the files it created or retired itself, and, while it holds both the serving
+ * lock and the rebuild lock, the model files no pointer names (`removeLeftovers`).
  */
 import { randomBytes } from 'node:crypto';
 import {
@@ -29,6 +30,7 @@ import {
   type LockHolder,
 } from './lease-lock.js';
 import { removeModelFile } from './database.js';
+import { ServingLockHeld, takeServingLock } from './serving-lock.js';
 import type { OperatorSkip } from './operator-skips.js';
 import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
 import { recordedLosses, recordLoss } from './accepted-losses.js';
@@ -38,6 +40,8 @@ export type { LockHolder } from './lease-lock.js';
 
 const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
+/** A finished build kept on purpose (`rebuild --no-promote`): no pointer names it, nothing deletes it. */
+const keptSuffix = '-kept.sqlite';
 
 /** A pointer (`CURRENT`, `NEXT`) that names no model file of the directory. */
 export class PointerBroken extends Error {
@@ -122,9 +126,13 @@ export class ModelFiles {
     return this.newBuildingFile().slice(0, -buildingSuffix.length);
   }
 
-  /** Renames a finished build (closed, journal not in WAL mode) to its final name. */
-  finishBuild(buildingFile: string): string {
-    const finalFile = buildingFile.slice(0, -buildingSuffix.length);
+  /**
+   * Renames a finished build (closed, journal not in WAL mode) to its final name; a build `kept` on
+   * purpose, proposed by no one, is named so that `removeLeftovers` leaves it.
+   */
+  finishBuild(buildingFile: string, options: { kept?: boolean } = {}): string {
+    const built = buildingFile.slice(0, -buildingSuffix.length);
+    const finalFile = options.kept === true ? `${built.slice(0, -'.sqlite'.length)}${keptSuffix}` : built;
     renameSync(buildingFile, finalFile);
     this.syncDirectory();
     return finalFile;
@@ -234,6 +242,49 @@ export class ModelFiles {
   rebuildRunning(): boolean {
     const holder = this.lockHolder();
     return holder !== null && staleBecause(holder, defaultLease) === null;
+  }
+
+  /**
+   * Deletes what no one will ever serve: the model files (with their -wal and -shm) that neither
+   * `CURRENT` nor `NEXT` names, such as a proposal replaced by another, a build killed between its
+   * rename and its proposal, or a model a killed switch had not yet deleted; and the builds of
+   * interrupted rebuilds. Kept builds (`rebuild --no-promote`) stay. Only while no service serves the
+   * directory and no rebuild writes in it: the caller holds one of the two locks, this takes the
+   * other for the sweep, or deletes nothing when it is held. Nothing either while `CURRENT` is
+   * missing or a pointer is broken (a directory an operator is setting up or repairing).
+   * Returns the deleted files.
+   */
+  removeLeftovers(holding: 'serving lock' | 'rebuild lock'): string[] {
+    let release: () => void;
+    try {
+      if (holding === 'serving lock') release = this.acquireRebuildLock('removing files no pointer names');
+      else {
+        const serving = takeServingLock(this.dir, { waitMs: 0 });
+        release = () => serving.release();
+      }
+    } catch (error) {
+      if (error instanceof RebuildLocked || error instanceof ServingLockHeld) return [];
+      throw error;
+    }
+    try {
+      let named: (string | null)[];
+      try {
+        named = [this.currentFile(), this.nextFile()];
+      } catch (error) {
+        if (error instanceof PointerBroken) return [];
+        throw error;
+      }
+      if (named[0] === null) return [];
+      const leftovers = readdirSync(this.dir)
+        .filter((name) => generationPattern.test(name) && !name.endsWith(keptSuffix))
+        .map((name) => join(this.dir, name))
+        .filter((file) => !named.includes(file))
+        .concat(this.abandonedBuilds());
+      for (const file of leftovers) this.remove(file);
+      return leftovers;
+    } finally {
+      release();
+    }
   }
 
   /** Builds left behind by interrupted rebuilds. */

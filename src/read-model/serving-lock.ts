@@ -4,7 +4,8 @@
  * promote proposals and delete the files they retire under each other. The lock is an exclusive
  * SQLite transaction on `DATA_DIR/serving.lock`, held for the life of the process: the kernel lets
  * it go when the process ends, however it ends (SIGKILL included), so a restart never waits for a
- * lease to run out. The operator commands (rebuild, skip-batch, snapshot) do not take it.
+ * lease to run out. The operator commands (skip-batch, snapshot) do not take it; a rebuild takes it
+ * for the moment it deletes files no pointer names, when no service holds it.
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -19,10 +20,14 @@ export interface ServingLock {
   release(): void;
 }
 
-export function takeServingLock(dataDir: string): ServingLock {
+/**
+ * Takes the lock, waiting up to `waitMs` for a holder to let it go: a service's start waits out the
+ * moment a rebuild holds it to delete the files no pointer names (`ModelFiles.removeLeftovers`).
+ */
+export function takeServingLock(dataDir: string, options: { waitMs?: number } = {}): ServingLock {
   const path = join(dataDir, 'serving.lock');
   const holderPath = `${path}.holder`;
-  const db = new Database(path, { timeout: 0 });
+  const db = new Database(path, { timeout: options.waitMs ?? 2000 });
   try {
     db.exec('BEGIN EXCLUSIVE');
   } catch (error) {
