@@ -7,7 +7,7 @@
 import type { TopicRole } from '../../schemas/events.js';
 import { roleOfTopic } from '../config.js';
 import { historyGaps, HistoryMissing, type AcceptedLoss } from '../kafka/history.js';
-import { offsetKey, type Consumption, type KafkaPort, type UnreadableBatch } from '../kafka/port.js';
+import type { Consumption, KafkaPort, PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { skipOf, type OperatorSkip } from '../read-model/operator-skips.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
@@ -63,13 +63,17 @@ export async function runProjection(options: ProjectionOptions): Promise<Consump
   const ends = await options.port.endOffsets(topics);
   const stored = (topic: string, partition: number): number | undefined =>
     writer.storedOffset(topic, partition);
-  const gaps = historyGaps(ends, stored, options.acceptedLosses?.() ?? []);
+  const accepted = options.acceptedLosses?.() ?? [];
+  const gaps = historyGaps(ends, stored, accepted);
   if (gaps.length > 0) throw new HistoryMissing(gaps);
-  const logStarts = new Map(ends.map((end) => [offsetKey(end.topic, end.partition), end.start]));
+  for (const end of ends) {
+    const next = moveOverAcceptedLoss(writer, end, accepted, logger);
+    if (next !== null) reportSkip(options, end.topic, end.partition, next);
+  }
   return options.port.consume({
     groupId: options.groupId,
     topics,
-    startAt: (topic, partition) => stored(topic, partition) ?? logStarts.get(offsetKey(topic, partition)),
+    startAt: (topic, partition) => stored(topic, partition),
     ...(options.onFetched === undefined ? {} : { onFetched: options.onFetched }),
     ...(options.maxWaitMs === undefined ? {} : { maxWaitMs: options.maxWaitMs }),
     onUnreadable: (batch) => {
@@ -81,24 +85,7 @@ export async function runProjection(options: ProjectionOptions): Promise<Consump
             { ...batch, next, by: skip.by, reason: skip.reason },
             'moving past a record batch an operator skipped',
           );
-          const at = performance.timeOrigin + performance.now();
-          options.onBatch?.({
-            topic: batch.topic,
-            partition: batch.partition,
-            messages: 0,
-            startedAt: at,
-            endedAt: at,
-            outcome: {
-              applied: 0,
-              unchanged: 0,
-              deadLettered: 1,
-              skipped: 0,
-              appliedByType: {},
-              deadLettersByReason: { skipped_by_operator: 1 },
-              nextOffset: next,
-              durationMs: 0,
-            },
-          });
+          reportSkip(options, batch.topic, batch.partition, next);
           return next;
         }
         // The consumer stopped where the skip's batch begins, and the model says it is elsewhere:
@@ -150,6 +137,61 @@ export async function runProjection(options: ProjectionOptions): Promise<Consump
       }
       // A batch of only transaction markers comes from an event nobody waits for: no pacing there.
       return batch.messages.length === 0 ? undefined : options.afterBatch?.(startedAt);
+    },
+  });
+}
+
+/**
+ * Where the log starts past what the model needs and an operator accepted the loss (the check let
+ * it through), the model moves to the log start as over a skipped batch: a `skipped_by_operator`
+ * dead letter at its position says what, who and why. The model then starts where the log does.
+ */
+function moveOverAcceptedLoss(
+  writer: ReadModelWriter,
+  end: PartitionEnds,
+  accepted: readonly AcceptedLoss[],
+  logger: Logger,
+): number | null {
+  const from = writer.storedOffset(end.topic, end.partition) ?? 0;
+  if (end.start <= from) return null;
+  const loss = accepted
+    .filter((a) => a.topic === end.topic && a.partition === end.partition && a.below >= end.start)
+    .at(0);
+  if (loss === undefined) return null;
+  const next = writer.skipByOperator({
+    topic: end.topic,
+    partition: end.partition,
+    firstOffset: from,
+    lastOffset: end.start - 1,
+    reason: `history accepted as lost below offset ${loss.below}: ${loss.reason}`,
+    by: loss.by,
+    at: loss.at,
+  });
+  logger.warn(
+    { topic: end.topic, partition: end.partition, from, to: end.start, by: loss.by, reason: loss.reason },
+    'moving over events an operator accepted as lost',
+  );
+  return next;
+}
+
+/** An operator's move of a partition to `next`, reported as a batch of one dead letter. */
+function reportSkip(options: ProjectionOptions, topic: string, partition: number, next: number): void {
+  const at = performance.timeOrigin + performance.now();
+  options.onBatch?.({
+    topic,
+    partition,
+    messages: 0,
+    startedAt: at,
+    endedAt: at,
+    outcome: {
+      applied: 0,
+      unchanged: 0,
+      deadLettered: 1,
+      skipped: 0,
+      appliedByType: {},
+      deadLettersByReason: { skipped_by_operator: 1 },
+      nextOffset: next,
+      durationMs: 0,
     },
   });
 }

@@ -57,6 +57,7 @@ export function lifecycleFixture(
     backoff: { initialMs: 20, maxMs: 200 },
     strictTransitions: true,
     endOffsets: (topics) => kafka.endOffsets(topics),
+    topicRetention: (topics) => kafka.topicRetention(topics),
     keysBackoff: { initialMs: 20, maxMs: 200 },
     ...(options.keysStallMs === undefined ? {} : { keysStallMs: options.keysStallMs }),
     ...(options.catchUp === undefined ? {} : { catchUp: options.catchUp }),
