@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { windowText } from '../../src/http/plugins/rate-limit.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
@@ -36,7 +37,11 @@ describe('rate limiting and request limits', () => {
   it('answers 429 Too Many Requests with Retry-After once one key exceeds its limit, without slowing other keys', async () => {
     const api = await limitedApi(3);
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i += 1) statuses.push((await api.get('/orders', keyOf(1))).status);
+    for (let i = 0; i < 4; i += 1) {
+      // a second into the window: the 429 still names the whole window, not what is left of it
+      if (i === 3) await new Promise((wake) => setTimeout(wake, 1100));
+      statuses.push((await api.get('/orders', keyOf(1))).status);
+    }
     const limited = await api.get('/orders/1/articles', keyOf(1));
     const other = await api.get('/orders', keyOf(2));
     await api.close();
@@ -45,9 +50,13 @@ describe('rate limiting and request limits', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await limited.json()).toEqual({
       error: 'Too Many Requests',
-      message: expect.stringContaining('Retry-After') as string,
+      message: 'At most 3 requests per 60 seconds for one API key; retry after the time in Retry-After.',
     });
     expect(other.status).toBe(200);
+  });
+
+  it('names the window in the 429, whatever is left of it', () => {
+    expect([1000, 60_000, 1500].map(windowText)).toEqual(['1 second', '60 seconds', '1500 milliseconds']);
   });
 
   it('limits nothing with a limit of 0, and states no budget', async () => {
