@@ -121,7 +121,7 @@ describe('rate limiting and request limits', () => {
     expect([next.status, next.headers.get('x-ratelimit-remaining')]).toEqual([200, '0']);
   });
 
-  it('documents in OpenAPI the budget headers on every answer but the 401, and Retry-After on the 429', async () => {
+  it('documents in OpenAPI the budget headers on every answer but the 401, 431 and default, and Retry-After on the 429', async () => {
     const api = await limitedApi(1);
     const document = (await (await api.get('/openapi.json', keyOf(1))).json()) as {
       paths: Record<string, { get: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
@@ -133,11 +133,15 @@ describe('rate limiting and request limits', () => {
     expect(budget.filter((name) => sent.headers.has(name))).toEqual(budget);
     expect([...budget, 'retry-after'].filter((name) => limited.headers.has(name))).toHaveLength(4);
     for (const path of ['/orders', '/orders/{id}/articles']) {
-      const responses = document.paths[`/api/external-api/v1${path}`]!.get.responses;
+      const responses = document.paths[path]!.get.responses;
       for (const [status, response] of Object.entries(responses)) {
         const names = Object.keys(response.headers ?? {}).map((name) => name.toLowerCase());
         const expected =
-          status === '401' ? [] : status === '429' || status === '503' ? [...budget, 'retry-after'] : budget;
+          status === '401' || status === '431' || status === 'default'
+            ? []
+            : status === '429' || status === '503'
+              ? [...budget, 'retry-after']
+              : budget;
         expect(names.filter((name) => name.startsWith('x-ratelimit-') || name === 'retry-after')).toEqual(
           expected,
         );
