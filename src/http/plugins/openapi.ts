@@ -100,8 +100,6 @@ const retryPosition = (): Record<string, HeaderObject> => ({
   },
 });
 
-const requestIdPattern = '^[\\w.-]{1,64}$';
-
 /** Sent on every answer, errors included (`observability.ts`, and the 431 written before any request). */
 const requestIdHeader = (): Record<string, HeaderObject> => ({
   'X-Request-Id': {
@@ -117,7 +115,8 @@ const requestId = (): object => ({
   required: false,
   description:
     'An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID.',
-  schema: { type: 'string', pattern: requestIdPattern },
+  // no pattern: the server takes any value (and replaces what it does not keep), so a client should too
+  schema: { type: 'string' },
 });
 
 const wwwAuthenticate = (): Record<string, HeaderObject> => ({
