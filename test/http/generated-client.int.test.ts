@@ -203,5 +203,6 @@ describe('a client generated from schemas/openapi.json (openapi-typescript, open
     expectDescribed('/orders', response, data ?? error);
     expect([...new Set(statuses), response.status]).toEqual([200, 429]);
     expect(error?.message).toMatch(/^At most 20 requests per 60 seconds /);
+    expect(Number(response.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 });
