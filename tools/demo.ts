@@ -17,6 +17,7 @@ import { createTopics } from '../src/cli/topics.js';
 import { loadConfig } from '../src/config.js';
 import { publishDemoData } from './demo-data.js';
 import { spawnServiceCommand } from './harness.js';
+import { clusterIdOf, modelDirFor } from './demo-model.js';
 import { startLocalBroker, stopLocalBroker, type LocalBroker } from './local-kafka.js';
 
 const print = (line: string): void => console.log(line);
@@ -103,9 +104,13 @@ async function demo(): Promise<void> {
   }
   if (env['DATA_DIR'] === undefined) {
     env['DATA_DIR'] = 'data/demo';
-    // A model of an earlier demo holds the positions of an earlier broker's topics: with a new
-    // broker it would skip the new events up to them, the new key among them.
-    if (started.broker !== null) rmSync(env['DATA_DIR'], { recursive: true, force: true });
+    // a model of an earlier demo against another cluster would skip the new events (demo-model.ts)
+    const clusterId = await clusterIdOf(env['KAFKA_BROKERS']);
+    if (stopping()) return;
+    const outcome = modelDirFor(env['DATA_DIR'], clusterId);
+    if (outcome === 'emptied')
+      print(`   ${env['DATA_DIR']} held a model of another Kafka cluster: emptied for cluster ${clusterId}.`);
+    if (outcome === 'kept') print(`   ${env['DATA_DIR']} holds a model of this cluster: kept.`);
   }
   env['KAFKA_GROUP_ID'] ??= 'orders-read-model-demo';
   const config = loadConfig(env);

@@ -106,7 +106,7 @@ describe('the OpenAPI document', () => {
         { get: { responses: Record<string, { headers: Record<string, { schema: object }> }> } }
       >;
     }>();
-    for (const path of ['/api/external-api/v1/orders', '/api/external-api/v1/orders/{id}/articles']) {
+    for (const path of ['/orders', '/orders/{id}/articles']) {
       const { responses } = document.paths[path]!.get;
       expect(responses['200']!.headers['Content-Encoding']!.schema).toEqual({
         type: 'string',

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
+import { windowText } from '../../src/http/plugins/rate-limit.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
@@ -36,7 +37,11 @@ describe('rate limiting and request limits', () => {
   it('answers 429 Too Many Requests with Retry-After once one key exceeds its limit, without slowing other keys', async () => {
     const api = await limitedApi(3);
     const statuses: number[] = [];
-    for (let i = 0; i < 4; i += 1) statuses.push((await api.get('/orders', keyOf(1))).status);
+    for (let i = 0; i < 4; i += 1) {
+      // a second into the window: the 429 still names the whole window, not what is left of it
+      if (i === 3) await new Promise((wake) => setTimeout(wake, 1100));
+      statuses.push((await api.get('/orders', keyOf(1))).status);
+    }
     const limited = await api.get('/orders/1/articles', keyOf(1));
     const other = await api.get('/orders', keyOf(2));
     await api.close();
@@ -45,9 +50,13 @@ describe('rate limiting and request limits', () => {
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await limited.json()).toEqual({
       error: 'Too Many Requests',
-      message: expect.stringContaining('Retry-After') as string,
+      message: 'At most 3 requests per 60 seconds for one API key; retry after the time in Retry-After.',
     });
     expect(other.status).toBe(200);
+  });
+
+  it('names the window in the 429, whatever is left of it', () => {
+    expect([1000, 60_000, 1500].map(windowText)).toEqual(['1 second', '60 seconds', '1500 milliseconds']);
   });
 
   it('limits nothing with a limit of 0, and states no budget', async () => {
@@ -112,7 +121,7 @@ describe('rate limiting and request limits', () => {
     expect([next.status, next.headers.get('x-ratelimit-remaining')]).toEqual([200, '0']);
   });
 
-  it('documents in OpenAPI the budget headers on every answer but the 401, and Retry-After on the 429', async () => {
+  it('documents in OpenAPI the budget headers on every answer but the 401, 431 and default, and Retry-After on the 429', async () => {
     const api = await limitedApi(1);
     const document = (await (await api.get('/openapi.json', keyOf(1))).json()) as {
       paths: Record<string, { get: { responses: Record<string, { headers?: Record<string, unknown> }> } }>;
@@ -124,11 +133,15 @@ describe('rate limiting and request limits', () => {
     expect(budget.filter((name) => sent.headers.has(name))).toEqual(budget);
     expect([...budget, 'retry-after'].filter((name) => limited.headers.has(name))).toHaveLength(4);
     for (const path of ['/orders', '/orders/{id}/articles']) {
-      const responses = document.paths[`/api/external-api/v1${path}`]!.get.responses;
+      const responses = document.paths[path]!.get.responses;
       for (const [status, response] of Object.entries(responses)) {
         const names = Object.keys(response.headers ?? {}).map((name) => name.toLowerCase());
         const expected =
-          status === '401' ? [] : status === '429' || status === '503' ? [...budget, 'retry-after'] : budget;
+          status === '401' || status === '431' || status === 'default'
+            ? []
+            : status === '429' || status === '503'
+              ? [...budget, 'retry-after']
+              : budget;
         expect(names.filter((name) => name.startsWith('x-ratelimit-') || name === 'retry-after')).toEqual(
           expected,
         );

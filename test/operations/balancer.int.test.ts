@@ -88,6 +88,8 @@ describe('HAProxy in front of two replicas (deploy/haproxy/haproxy.cfg)', () => 
       REPLICA_1_ADMIN: String(one.adminPort),
       REPLICA_2: `127.0.0.1:${two.httpPort}`,
       REPLICA_2_ADMIN: String(two.adminPort),
+      // names the answering replica in X-Replica, which the deployment does not tell callers
+      BALANCER_REPLICA_HEADER: '1',
     });
 
     const balancesTo = async (replica: string): Promise<boolean> => {

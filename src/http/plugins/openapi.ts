@@ -1,7 +1,7 @@
 /** The OpenAPI 3.1 document, generated from the routes' zod schemas (served at `<prefix>/openapi.json`). */
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
-import { jsonSchemaTransform } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { API_PREFIX } from '../../../schemas/api.js';
 import { sendJsonText } from '../serializer.js';
 
@@ -100,6 +100,35 @@ const retryPosition = (): Record<string, HeaderObject> => ({
   },
 });
 
+/** Sent on every answer, errors included (`observability.ts`, and the 431 written before any request). */
+const requestIdHeader = (): Record<string, HeaderObject> => ({
+  'X-Request-Id': {
+    description:
+      'The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID.',
+    schema: { type: 'string' },
+  },
+});
+
+const requestId = (): object => ({
+  in: 'header',
+  name: 'X-Request-Id',
+  required: false,
+  description:
+    'An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID.',
+  // no pattern: the server takes any value (and replaces what it does not keep), so a client should too
+  schema: { type: 'string' },
+});
+
+const wwwAuthenticate = (): Record<string, HeaderObject> => ({
+  'WWW-Authenticate': {
+    description: 'The scheme to authenticate with: a bearer API key.',
+    schema: { type: 'string', const: 'Bearer' },
+  },
+});
+
+/** Answers given before the key is known (or before the request is read): no budget to state. */
+const unbudgeted = new Set(['401', '431', 'default']);
+
 const ifNoneMatch = (): object => ({
   in: 'header',
   name: 'If-None-Match',
@@ -110,16 +139,19 @@ const ifNoneMatch = (): object => ({
 });
 
 /**
- * Per endpoint, its `operationId` (client generators name their methods after it) and the headers
- * of its 200 beyond the validators.
+ * Per endpoint (its path below the server URL, `API_PREFIX`), its `operationId` (client generators
+ * name their methods after it) and the headers of its 200 beyond the validators.
  */
 const conditionalEndpoints: Record<
   string,
   { operationId: string; okHeaders: () => Record<string, HeaderObject> }
 > = {
-  [`${API_PREFIX}/orders`]: { operationId: 'listOrders', okHeaders: linkHeader },
-  [`${API_PREFIX}/orders/{id}/articles`]: { operationId: 'listOrderArticles', okHeaders: () => ({}) },
+  '/orders': { operationId: 'listOrders', okHeaders: linkHeader },
+  '/orders/{id}/articles': { operationId: 'listOrderArticles', okHeaders: () => ({}) },
 };
+
+/** The named schemas (`schemas/api.ts`), which answers refer to; zod's input copies are not used. */
+const componentNames = ['Order', 'OrderList', 'Article', 'ArticleList', 'Error'];
 
 interface OperationObject {
   operationId?: string;
@@ -136,7 +168,7 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
     const operation = paths[path]?.get;
     if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
     operation.operationId = operationId;
-    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch(), readPosition()];
+    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch(), readPosition(), requestId()];
     const ok = operation.responses?.['200'];
     const notModified = operation.responses?.['304'];
     if (ok === undefined || notModified === undefined)
@@ -145,7 +177,9 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
     notModified.headers = { ...validatorHeaders(), ...varyHeader(), ...positionHeaders() };
     // every answer after authentication states the key's budget (a 401 has no key to count by)
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
-      if (status === '401') continue;
+      response.headers = { ...response.headers, ...requestIdHeader() };
+      if (status === '401') response.headers = { ...response.headers, ...wwwAuthenticate() };
+      if (unbudgeted.has(status)) continue;
       response.headers = {
         ...response.headers,
         ...rateLimitHeaders(),
@@ -169,7 +203,8 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         // a `LicenseRef-` identifier, which is what OpenAPI 3.1's `identifier` takes.
         license: { name: 'Proprietary: no licence is granted', identifier: 'LicenseRef-Proprietary' },
       },
-      servers: [{ url: '/' }],
+      servers: [{ url: API_PREFIX, description: 'The API, on the host that serves this document' }],
+      tags: [{ name: 'Orders', description: 'The orders of your organization and their articles' }],
       components: {
         securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Your API key' } },
       },
@@ -177,9 +212,20 @@ export async function openApi(app: FastifyInstance): Promise<void> {
     transform: jsonSchemaTransform,
     transformObject: (document) => {
       if (!('openapiObject' in document)) return document.swaggerObject;
-      withConditionalHeaders(
-        (document.openapiObject.paths ?? {}) as Record<string, { get?: OperationObject } | undefined>,
-      );
+      // @fastify/swagger has already written the paths below the server URL (`stripBasePathByServers`)
+      const openapi = document.openapiObject as {
+        paths?: Record<string, { get?: OperationObject } | undefined>;
+        components?: Record<string, unknown>;
+      };
+      const { components } = jsonSchemaTransformObject(document) as {
+        components?: { schemas?: Record<string, unknown> };
+      };
+      const schemas = components?.schemas ?? {};
+      withConditionalHeaders(openapi.paths ?? {});
+      openapi.components = {
+        ...openapi.components,
+        schemas: Object.fromEntries(componentNames.map((name) => [name, schemas[name]])),
+      };
       return document.openapiObject;
     },
   });

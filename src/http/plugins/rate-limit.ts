@@ -23,6 +23,12 @@ declare module 'fastify' {
   }
 }
 
+/** A window's length as the 429 names it: `60 seconds`, `1 second`, `1500 milliseconds`. */
+export function windowText(windowMs: number): string {
+  const [count, unit] = windowMs % 1000 === 0 ? [windowMs / 1000, 'second'] : [windowMs, 'millisecond'];
+  return `${count} ${unit}${count === 1 ? '' : 's'}`;
+}
+
 const noHeaders = {
   'x-ratelimit-limit': false,
   'x-ratelimit-remaining': false,
@@ -61,11 +67,12 @@ export async function rateLimiting(
       request.rateCountedAtMs = Date.now();
       return request.keySha256;
     },
-    errorResponseBuilder: (_request, context) =>
+    // the window itself, not the time left of it (which @fastify/rate-limit's `context.after` gives)
+    errorResponseBuilder: () =>
       new ApiError(
         429,
         'Too Many Requests',
-        `At most ${context.max} requests per ${context.after} for one API key; retry after the time in Retry-After.`,
+        `At most ${limit.max} requests per ${windowText(limit.windowMs)} for one API key; retry after the time in Retry-After.`,
       ),
   });
   scope.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {

@@ -14,11 +14,26 @@ export function notModifiedResponse() {
     );
 }
 
+/**
+ * An answer with a JSON body, in the form that keeps a named schema a reference in the document
+ * (`#/components/schemas/…`): client generators then make one type of it, not one per status.
+ */
+export function jsonAnswer<Schema extends z.ZodType>(description: string, schema: Schema) {
+  return { description, content: { 'application/json': { schema } } };
+}
+
 export function securedErrorResponses() {
   return {
-    401: ErrorBody.describe('Missing, malformed, unknown or revoked API key'),
-    429: ErrorBody.describe(
+    401: jsonAnswer('Missing, malformed, unknown or revoked API key', ErrorBody),
+    429: jsonAnswer(
       'Too many requests: the key has used its `X-RateLimit-Limit` requests in the current window; `Retry-After` says in how many seconds it may make more.',
+      ErrorBody,
+    ),
+    431: jsonAnswer('Request headers (the URL included) exceed 16 KiB', ErrorBody),
+    500: jsonAnswer('An unexpected failure of the service (logged; the body names no internals)', ErrorBody),
+    default: jsonAnswer(
+      'Any other failure, e.g. 400 for a request that is not valid HTTP; always the Error object',
+      ErrorBody,
     ),
   };
 }
@@ -26,11 +41,13 @@ export function securedErrorResponses() {
 /** The answers of a request presenting a position (`X-Read-Position`, `../position.ts`). */
 export function positionErrorResponses() {
   return {
-    400: ErrorBody.describe(
+    400: jsonAnswer(
       'Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters).',
+      ErrorBody,
     ),
-    503: ErrorBody.describe(
+    503: jsonAnswer(
       'Position not reached: this replica has not applied everything the presented `X-Read-Position` names within `READ_POSITION_WAIT_MS`; `Retry-After` says when to try again (another replica may answer at once).',
+      ErrorBody,
     ),
   };
 }

@@ -6,7 +6,7 @@ import { entityTag, notModified, sendNotModified, setValidators } from '../condi
 import { orderNotFound, sendError } from '../api-error.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { articleListJson, sendJsonText } from '../serializer.js';
-import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
+import { jsonAnswer, notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
 
 /**
  * The order id a path names: decimal digits, leading zeros allowed. Anything else, or an id beyond
@@ -27,15 +27,17 @@ export function orderArticlesRoute(
       {
         schema: {
           summary: 'List the published articles of one order',
+          tags: ['Orders'],
           description: 'Articles newest first (ties by id, descending). No paging.',
           security: [{ bearerAuth: [] }],
           params: OrderIdParams,
           response: {
-            200: ArticleList.describe(
+            200: jsonAnswer(
               'The articles. Headers: `ETag` (weak, from a digest of the order’s title and articles: equal on every replica holding the same), `X-Read-Position`, `Cache-Control: private, no-cache`.',
+              ArticleList,
             ),
             304: notModifiedResponse(),
-            404: ErrorBody.describe('The order does not exist or is not accessible'),
+            404: jsonAnswer('The order does not exist or is not accessible', ErrorBody),
             ...securedErrorResponses(),
             ...positionErrorResponses(),
           },

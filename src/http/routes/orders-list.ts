@@ -14,7 +14,7 @@ import { entityTag, notModified, pageLinks, sendNotModified, setValidators } fro
 import { ApiError } from '../api-error.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { orderListJson, sendJsonText } from '../serializer.js';
-import { notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
+import { jsonAnswer, notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
 
 function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, value));
@@ -49,15 +49,17 @@ export function orderListRoute(readerOf: () => ApiReads, positions: PositionOpti
         config: { queryErrors: orderListQueryErrors() },
         schema: {
           summary: "List the organization's orders",
+          tags: ['Orders'],
           description: 'Orders of all members of the organization, newest first (ties by id, descending).',
           security: [{ bearerAuth: [] }],
           querystring: OrderListQuery,
           response: {
-            200: OrderList.describe(
+            200: jsonAnswer(
               'The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status.',
+              OrderList,
             ),
             304: notModifiedResponse(),
-            422: ErrorBody.describe('Invalid status, limit or offset'),
+            422: jsonAnswer('Invalid status, or a limit or offset that is not a decimal integer', ErrorBody),
             ...securedErrorResponses(),
             ...positionErrorResponses(),
           },
