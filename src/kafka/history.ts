@@ -80,11 +80,14 @@ export function describeGap(gap: HistoryGap): string {
   return `${where}: the log starts at offset ${gap.logStart}, and the model needs it from offset ${gap.needed}: events ${gap.needed}–${gap.logStart - 1} are gone from the topic; restore a snapshot, or accept the loss with accept-history-loss --topic ${gap.topic} --partition ${gap.partition} --below ${gap.logStart} --reason TEXT (docs/operations.md, "A build refused for missing history")`;
 }
 
+/** How the error of a refused build begins, also where it crossed a thread as text. */
+export const historyMissingMessage = 'the log does not hold what this model needs';
+
 /** A build refused by the rule: the log no longer holds what it needs. */
 export class HistoryMissing extends Error {
   readonly code = 'HISTORY_MISSING';
 
   constructor(readonly gaps: readonly HistoryGap[]) {
-    super(`the log does not hold what this model needs: ${gaps.map(describeGap).join('; ')}`);
+    super(`${historyMissingMessage}: ${gaps.map(describeGap).join('; ')}`);
   }
 }

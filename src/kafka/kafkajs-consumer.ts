@@ -50,7 +50,8 @@ export async function startConsumption(
   consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
     for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
       for (const partition of partitions) {
-        // Offset 0 on a partition whose log starts later resolves to the log start (fromBeginning).
+        // The owner's position (a partition it has not read starts at the log start its check read);
+        // one the log no longer holds fails the consumer (the patched client resets no offset).
         consumer.seek({ topic, partition, offset: String(consume.startAt(topic, partition) ?? 0) });
       }
     }

@@ -84,3 +84,37 @@ export function openKeysFiles(
   );
   return { file, predecessor: { file: previous, positions } };
 }
+
+/**
+ * Seeds this version's empty store from its predecessor, rows and keys-topic positions, when their
+ * `api_keys` tables have the same layout: for a keys topic that no longer holds the events the
+ * predecessor was built from, where a replay is refused (`kafka/history.ts`). The store then goes on
+ * from the predecessor's positions, applying every issue and revocation since. Nothing is written
+ * when the store has positions of the topic already; returns whether it was seeded.
+ */
+export function seedFromPredecessor(file: string, predecessor: string, keysTopic: string): boolean {
+  const db = openReadModel(file);
+  try {
+    db.prepare('ATTACH DATABASE ? AS predecessor').run(predecessor);
+    try {
+      const layout = (schema: string): string =>
+        JSON.stringify(db.prepare(`PRAGMA ${schema}.table_info(api_keys)`).all());
+      if (layout('main') !== layout('predecessor')) return false;
+      return db.transaction(() => {
+        const read = db
+          .prepare('SELECT COUNT(*) AS n FROM main.consumer_offsets WHERE topic = ?')
+          .get(keysTopic) as { n: number };
+        if (read.n > 0) return false;
+        db.exec('INSERT OR IGNORE INTO main.api_keys SELECT * FROM predecessor.api_keys');
+        db.prepare(
+          'INSERT INTO main.consumer_offsets SELECT * FROM predecessor.consumer_offsets WHERE topic = ?',
+        ).run(keysTopic);
+        return true;
+      })();
+    } finally {
+      db.exec('DETACH DATABASE predecessor');
+    }
+  } finally {
+    db.close();
+  }
+}

@@ -20,11 +20,18 @@ import {
 } from '../kafka/port.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
 import { Supervisor } from '../lifecycle/supervisor.js';
-import { newCommitCounter } from '../read-model/commit-counter.js';
+import { counted, newCommitCounter } from '../read-model/commit-counter.js';
 import { removeModelFile } from '../read-model/database.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { KeyLookup, type KeysRef } from './key-lookup.js';
-import { hasReachedAll, keysFile, openKeysFiles, storedPositions } from './keys-files.js';
+import {
+  hasReachedAll,
+  keysFile,
+  openKeysFiles,
+  seedFromPredecessor,
+  storedPositions,
+} from './keys-files.js';
+import { historyMissingMessage } from '../kafka/history.js';
 import { keysReadiness } from './keys-readiness.js';
 import {
   keysBackoff,
@@ -176,6 +183,7 @@ export class KeysStore {
   }
 
   private watch(): void {
+    this.seedIfRefused();
     const running = this.supervisor?.running() ?? null;
     if (running === null || this.startedAt === null) return;
     // an empty keys topic brings no batch: the successor has reached its predecessor all the same
@@ -197,6 +205,26 @@ export class KeysStore {
     this.unreadable.delete(offsetKey(topic, partition));
     this.options.batchApplied?.(outcome);
     this.succeedOnceReached(this.positions());
+  }
+
+  /**
+   * A successor refused for history the keys topic lost would leave the predecessor answering, read
+   * only, for good: no revocation since would ever be applied. It is seeded from the predecessor
+   * instead (`seedFromPredecessor`) and goes on from there at its consumer's next start.
+   */
+  private seedIfRefused(): void {
+    const predecessor = this.predecessor;
+    const status = this.supervisor?.status();
+    if (predecessor === null || status === undefined || status.running) return;
+    if (status.lastError?.startsWith(historyMissingMessage) !== true) return;
+    const seeded = counted(this.commits, () =>
+      seedFromPredecessor(this.file, predecessor.file, this.options.topics.apiKeys),
+    );
+    if (seeded)
+      this.options.logger.warn(
+        { file: this.file, predecessor: predecessor.file },
+        'the keys topic no longer holds what a new keys store needs; seeded it from its predecessor, and it goes on from there',
+      );
   }
 
   /** Once the successor has reached its predecessor on every partition, it answers alone. */

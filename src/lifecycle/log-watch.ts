@@ -36,6 +36,15 @@ export class LogWatch {
 
   constructor(private readonly options: LogWatchOptions) {}
 
+  private checking = false;
+
+  /** Starts a check unless one is under way (it never fails: `check` logs what went wrong). */
+  checkInBackground(topics: readonly string[], ends: readonly PartitionEnds[]): void {
+    if (this.checking) return;
+    this.checking = true;
+    void this.check(topics, ends).finally(() => (this.checking = false));
+  }
+
   /** Checks the topics' settings and `ends`' log starts; a broker that does not answer keeps the last report. */
   async check(topics: readonly string[], ends: readonly PartitionEnds[]): Promise<void> {
     let retention: TopicRetention[];

@@ -5,7 +5,10 @@
  * (`kafka/history.ts`).
  */
 import type { AcceptedLoss } from '../kafka/history.js';
-import { withRecord } from './skip-record.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { skipRecordName, withRecord } from './skip-record.js';
 
 interface LossRow {
   topic: string;
@@ -25,11 +28,26 @@ const lossOfRow = (row: LossRow): AcceptedLoss => ({
   at: row.recorded_at,
 });
 
-/** The operators' acceptances of lost history (`accept-history-loss`), oldest first. */
+/**
+ * The operators' acceptances of lost history (`accept-history-loss`), oldest first. Read without a
+ * write lock (the lag check asks on the thread that answers requests): a record not written yet, or
+ * one without the table yet, holds none.
+ */
 export function recordedLosses(dir: string): AcceptedLoss[] {
-  return withRecord(dir, {}, (db) =>
-    (db.prepare('SELECT * FROM accepted_history_losses ORDER BY rowid').all() as LossRow[]).map(lossOfRow),
-  );
+  const path = join(dir, skipRecordName);
+  if (!existsSync(path)) return [];
+  const db = new Database(path, { readonly: true, fileMustExist: true, timeout: 1000 });
+  try {
+    const table = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'accepted_history_losses'")
+      .get();
+    if (table === undefined) return [];
+    return (db.prepare('SELECT * FROM accepted_history_losses ORDER BY rowid').all() as LossRow[]).map(
+      lossOfRow,
+    );
+  } finally {
+    db.close();
+  }
 }
 
 /** Records an acceptance unless the same one is recorded already; returns whether this call added it. */
