@@ -2,6 +2,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 const campaign = 'test/reliability/campaign.int.test.ts';
+/** The benchmark's PostgreSQL peers: a benchmark's own check, run with the benchmarks (`vitest.bench.config.ts`). */
+export const peerTests = ['test/bench/peer.int.test.ts'];
 
 /** The unit tests: no broker, no service process of their own. Mutation testing runs these alone. */
 export const unitTests = {
@@ -57,7 +59,7 @@ export default defineConfig({
         test: {
           name: 'int',
           include: ['test/**/*.int.test.ts', 'test/**/*.e2e.test.ts'],
-          exclude: [campaign],
+          exclude: [campaign, ...peerTests],
           globalSetup: ['test/helpers/built-service.ts', 'test/helpers/kafka-global-setup.ts'],
           setupFiles: ['test/helpers/no-process-warnings.ts', 'test/helpers/service-from-dist.ts'],
           // Each test bounds its own waits; the whole test is only kept from hanging for good (at a
