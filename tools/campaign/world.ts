@@ -61,6 +61,8 @@ export class World {
   /** ephemeral keys: id → raw key and organization; revoked once at most */
   readonly keys = new Map<string, { raw: string; org: number; revoked: boolean }>();
   private readonly sent: DomainEvent[] = [];
+  /** each key's issue as first published, by key id: what the upstream sends again once the log has lost it */
+  readonly issues = new Map<string, DomainEvent>();
 
   constructor(
     private readonly seed: number,
@@ -328,11 +330,14 @@ export class World {
   private event(type: DomainEvent['type'], data: Record<string, unknown>, tick?: number): DomainEvent {
     if (tick === undefined) this.tick += 1;
     this.eventSeq += 1;
-    return {
+    const event = {
       event_id: `c${this.seed}-${String(this.eventSeq).padStart(7, '0')}`,
       type,
       occurred_at: this.time(tick ?? this.tick),
       data,
     } as DomainEvent;
+    if (event.type === 'api_key.issued' && !this.issues.has(event.data.key_id))
+      this.issues.set(event.data.key_id, event);
+    return event;
   }
 }
