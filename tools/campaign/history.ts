@@ -193,6 +193,7 @@ export class HistoryOps {
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
       if (this.currentVersion(replica) && (await this.host.ready(replica))) {
+        this.missingHistoryServed(replica, 'the rebuild of a projection-version change was switched to');
         await this.host.lookAtAll();
         await this.host.converged(replica, 'nothing lost (version change)');
         return 'its rebuild was switched to';
@@ -224,6 +225,7 @@ export class HistoryOps {
     const built = await replica.run(['rebuild'], 180_000);
     let outcome: string;
     if (built.code === 0) {
+      this.missingHistoryServed(replica, 'rebuild exited 0');
       const switched = await this.switched(replica);
       await this.host.lookAtAll();
       outcome = `rebuild exited 0; ${switched ? 'switched to' : 'not switched to within 60 s'}`;
@@ -289,6 +291,8 @@ export class HistoryOps {
     this.host.count('new empty replica');
     const refusal = await this.refusal(replica, 'reasons');
     if (refusal === null) {
+      if (await this.host.ready(replica))
+        this.missingHistoryServed(replica, 'a new empty replica became ready');
       await this.host.waitReady(`${replica.name} started empty`, [replica]);
       await this.host.lookAtAll();
       await this.host.converged(replica, 'nothing lost (new replica)');
@@ -358,7 +362,7 @@ export class HistoryOps {
    * model of every replica has applied. A description, or null when none has applied two records.
    */
   private async deleteOrdersRecords(): Promise<string | null> {
-    const roles = ['orders', 'orders', 'orderStatus', 'articles'] as const;
+    const roles = ['orders', 'orders', 'orders', 'orderStatus', 'articles'] as const;
     const topic = this.host.topics[this.host.random.pick(roles)];
     const partition = this.host.random.int(0, 2);
     // events published until every model has applied some of the partition (four rounds at most)
@@ -372,6 +376,19 @@ export class HistoryOps {
     const below = this.host.random.int(Math.ceil(room / 2), room);
     await this.deleteRecords(topic, partition, below);
     return `${topic}[${partition}] deleted below offset ${below} (every model had applied ${room})`;
+  }
+
+  /** A build from the start of a log the campaign shortened (with no acceptance) served or switched to. */
+  private missingHistoryServed(replica: Replica, what: string): void {
+    const lost = [...this.lost.values()].filter(
+      (loss) => loss.topic !== this.host.topics.apiKeys && !this.acceptedKeys.includes(loss),
+    );
+    if (lost.length === 0) return;
+    this.host.violation(
+      replica,
+      'no build missing history is served',
+      `${what}, though the log of ${lost.map((l) => `${l.topic}[${l.partition}]`).join(', ')} no longer starts at offset 0 (records deleted below what every model had applied)`,
+    );
   }
 
   private async deleteRecords(topic: string, partition: number, below: number): Promise<void> {
