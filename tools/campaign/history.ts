@@ -9,10 +9,10 @@
  *
  * The keys topic is shortened only below every dead letter and skipped batch of its partition (a
  * keys store is always rebuilt from the topic: a snapshot carries the orders model only). Once a
- * keys partition has lost records, the upstream sends again the issue of every key still valid on
- * it (a redelivery, which the contract allows) and the operator accepts the loss on every replica,
- * and on every new replica before its start: only revoked keys are then missing, which are refused
- * anyway.
+ * keys partition has lost records, the upstream sends again the issue of every valid key and every
+ * revocation (redeliveries, which the contract allows) and the operator accepts the loss on every
+ * replica, and on every new replica before its start. Without the revocations, a revocation lost
+ * below the log start and an older issue redelivered above it would bring the key back.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -337,16 +337,17 @@ export class HistoryOps {
       this.host.count('keys store refused for missing history');
       outcome = `the successor store refused (${gap}), the predecessor answering`;
     }
-    // the remedy: the valid keys of the partition issued again, the loss accepted on every replica
-    const live = [...this.host.world.keys.entries()]
-      .filter(([, k]) => !k.revoked)
-      .map(([id]) => id)
-      .concat(organizations.map((o) => `perm-${o}`))
-      .filter((id) => this.host.partitionOf(id) === partition);
-    const again = live.flatMap((id) => {
+    // The remedy: the upstream sends again every key's issue and every revocation (redeliveries):
+    // a revocation lost with the deleted records would otherwise let a redelivered issue after it
+    // bring a revoked key back in a store built from the shortened log.
+    const again = [
+      ...organizations.map((o) => `perm-${o}`),
+      ...[...this.host.world.keys.entries()].filter(([, k]) => !k.revoked).map(([id]) => id),
+    ].flatMap((id) => {
       const issue = this.host.world.issues.get(id);
       return issue === undefined ? [] : [issue];
     });
+    again.push(...this.host.world.revocations.values());
     await this.host.publish({ events: again, poison: [], revoked: [] });
     const loss = { topic, partition, below };
     this.acceptedKeys.push(loss);
@@ -354,7 +355,7 @@ export class HistoryOps {
     await this.host.waitReady(`the loss on ${topic}[${partition}] was accepted`, [replica]);
     await this.host.lookAtAll();
     await this.host.converged(replica, 'nothing lost (keys store of a new version)');
-    return `${topic}[${partition}] (perm-${org}'s issue among them) deleted below ${below}; the keys store of a new version on ${replica.name}: ${outcome}; ${again.length} valid keys issued again, the loss accepted on every replica`;
+    return `${topic}[${partition}] (perm-${org}'s issue among them) deleted below ${below}; the keys store of a new version on ${replica.name}: ${outcome}; ${again.length} keys' issues and revocations sent again, the loss accepted on every replica`;
   }
 
   /**

@@ -63,6 +63,8 @@ export class World {
   private readonly sent: DomainEvent[] = [];
   /** each key's issue as first published, by key id: what the upstream sends again once the log has lost it */
   readonly issues = new Map<string, DomainEvent>();
+  /** each revoked key's revocation, by key id: sent again with the issues, or the key would come back */
+  readonly revocations = new Map<string, DomainEvent>();
 
   constructor(
     private readonly seed: number,
@@ -150,6 +152,7 @@ export class World {
     if (key === undefined || key.revoked) throw new Error(`${id} cannot be revoked`);
     key.revoked = true;
     const events = [this.event('api_key.revoked', { key_id: id })];
+    this.revocations.set(id, events[0] as DomainEvent);
     this.sent.push(...events);
     return { events, poison: [], revoked: [id] };
   }
@@ -268,7 +271,9 @@ export class World {
         const [id, key] = this.random.pick(live);
         key.revoked = true;
         revoked.push(id);
-        return [this.event('api_key.revoked', { key_id: id })];
+        const revocation = this.event('api_key.revoked', { key_id: id });
+        this.revocations.set(id, revocation);
+        return [revocation];
       }
       case 'redeliver':
         // At-least-once delivery: the same fact again, same event id, later offset.
