@@ -37,6 +37,7 @@ import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
 import { Caller, type CallerCounts } from './caller.js';
 import { PagePositions } from './page-positions.js';
+import { historyOperations, HistoryOps, type HistoryOperation } from './history.js';
 import { Random } from './random.js';
 import { RevokedKeyProbes, type KeyProbe, type Pinned } from './threads.js';
 import { insertOnlyOrg, organizations, World, type Draw } from './world.js';
@@ -122,6 +123,8 @@ export const targetedOperations = {
   garbledPointer: 'garbled-pointer',
   revokeAfterBrokerRestart: 'revoke-after-broker-restart',
   skipKeysBatchDuringCatchUp: 'skip-keys-batch-during-catch-up',
+  // records deleted from the start of a partition before a build (`history.ts`)
+  ...historyOperations,
 } as const;
 type TargetedOperation = keyof typeof targetedOperations;
 
@@ -161,6 +164,8 @@ class Campaign {
   private readonly revokedProbes: RevokedKeyProbes;
   /** the inflating batches skipped, each with its last offset: a new replica is told them too */
   private readonly skippedBatches: SkippedBatch[] = [];
+  /** the operations on a log that has lost its first records */
+  private readonly history: HistoryOps;
 
   constructor(
     private readonly options: CampaignOptions,
@@ -204,6 +209,27 @@ class Campaign {
       this.invariants,
       new Random(options.seed + 5),
     );
+    this.history = new HistoryOps({
+      kafka,
+      replicas,
+      topics,
+      world: this.world,
+      random: this.targeted,
+      dir,
+      brokerUp: () => this.broker.state === 'up',
+      log: (line) => this.log(line),
+      count: (fault) => this.count(fault),
+      violation: (replica, invariant, detail) => this.violation(replica, invariant, detail),
+      forget: (replica) => this.memories.delete(replica),
+      publish: (draw) => this.publish(draw, 'none', 'plain'),
+      lookAtAll: () => this.lookAtAll(),
+      ready: (replica) => this.prober.ready(replica),
+      waitReady: (when, which) => this.waitReady(when, which),
+      converged: (replica, invariant) => this.converged(replica, invariant),
+      skipBatch: (replica, batch) => this.skipBatch(replica, batch),
+      skippedBatches: () => this.skippedBatches,
+      partitionOf: (key) => this.partitionOf(key),
+    });
   }
 
   /** every answer during the campaign checked against its own position (`page-positions.ts`) */
@@ -319,6 +345,7 @@ class Campaign {
         garbledPointer: running > 0 ? 0.5 : 0,
         revokeAfterBrokerRestart: up && all ? 0.7 : 0,
         skipKeysBatchDuringCatchUp: unreadable ? 0.7 : 0,
+        ...this.history.weights(up, all),
       };
       if (Object.values(weights).some((w) => w > 0)) return this.targeted.weighted(weights);
     }
@@ -346,6 +373,8 @@ class Campaign {
 
   private async perform(op: Operation): Promise<string> {
     const random = this.ops;
+    // a replica left on an older projection version by a refused rebuild gets its remedy
+    await this.history.settlePending();
     switch (op) {
       case 'publish':
       case 'poison': {
@@ -426,11 +455,16 @@ class Campaign {
         if (file !== null) markProjectionVersion1(file);
         replica.start();
         this.count('projection version change');
-        return `projection version change on ${replica.name}`;
+        if (!this.history.ordersShortened()) return `projection version change on ${replica.name}`;
+        return `projection version change on ${replica.name}: ${await this.history.afterVersionChange(replica)}`;
       }
       case 'snapshot': {
         const [from, to] = random.chance(0.5) ? this.replicas : [...this.replicas].reverse();
         if (from === undefined || to === undefined) return 'snapshot: no replicas';
+        // On a shortened log, a replica is emptied only for a snapshot it can restore: the log no
+        // longer holds what it would need to build from nothing.
+        if (this.history.ordersShortened() && !this.history.currentVersion(from))
+          return `snapshot of ${from.name}: of an older projection version on a shortened log, ${to.name} kept`;
         const file = join(this.dir, `snapshot-${this.steps.length}.sqlite`);
         const taken = await from.command(['snapshot', '--to', file]).then(
           () => true,
@@ -450,11 +484,13 @@ class Campaign {
         // Newest first, the order `dead-letters list` prints them in.
         for (const batch of [...this.skippedBatches].reverse())
           if (!restored || batch.topic === this.topics.apiKeys) await this.skipBatch(to, batch);
+        await this.history.tellNewReplica(to);
         to.start();
         this.count(restored ? 'snapshot restored into a new replica' : 'new empty replica');
+        const settled = restored ? null : await this.history.settleNewReplica(to, `a new empty ${to.name}`);
         return restored
           ? `snapshot of ${from.name} restored into a new ${to.name}`
-          : `snapshot of ${from.name} refused; a new empty ${to.name}, told the skipped batches`;
+          : `snapshot of ${from.name} refused; a new empty ${to.name}, told the skipped batches${settled === null ? '' : `: ${settled}`}`;
       }
       case 'freezeBroker':
         this.broker.freeze();
@@ -529,6 +565,8 @@ class Campaign {
         return this.named(op, await this.revokeAfterBrokerRestart());
       case 'skipKeysBatchDuringCatchUp':
         return this.named(op, await this.skipKeysBatchDuringCatchUp());
+      default:
+        return this.named(op, await this.history.perform(op satisfies HistoryOperation));
     }
   }
 
@@ -605,8 +643,11 @@ class Campaign {
     this.memories.delete(replica);
     const newestFirst = [...this.skippedBatches].reverse();
     for (const batch of newestFirst) await this.skipBatch(replica, batch);
+    await this.history.tellNewReplica(replica);
     replica.start();
     this.count('new empty replica');
+    const settled = await this.history.settleNewReplica(replica, `a new empty ${replica.name}`);
+    if (settled !== null) return `${made}${settled}`;
     await this.waitReady(`${replica.name} started empty`, [replica]);
     await this.converged(replica, 'nothing lost (new replica)');
     return `${made}a new empty ${replica.name} told the ${newestFirst.length} skipped batches newest first, started, ready and compared with the oracle`;
@@ -985,6 +1026,8 @@ class Campaign {
     const file = /into (\S+?); /.exec(built.stdout)?.[1];
     if (file !== undefined) rmSync(file, { force: true });
     if (built.code === 0) return;
+    // refused for records the campaign deleted from the start of a partition: as it must be
+    if (built.code !== null && this.history.refusedForLostHistory(built.stderr + built.stdout)) return;
     this.violation(
       replica,
       'skips recorded',

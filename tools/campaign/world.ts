@@ -61,6 +61,10 @@ export class World {
   /** ephemeral keys: id → raw key and organization; revoked once at most */
   readonly keys = new Map<string, { raw: string; org: number; revoked: boolean }>();
   private readonly sent: DomainEvent[] = [];
+  /** each key's issue as first published, by key id: what the upstream sends again once the log has lost it */
+  readonly issues = new Map<string, DomainEvent>();
+  /** each revoked key's revocation, by key id: sent again with the issues, or the key would come back */
+  readonly revocations = new Map<string, DomainEvent>();
 
   constructor(
     private readonly seed: number,
@@ -148,6 +152,7 @@ export class World {
     if (key === undefined || key.revoked) throw new Error(`${id} cannot be revoked`);
     key.revoked = true;
     const events = [this.event('api_key.revoked', { key_id: id })];
+    this.revocations.set(id, events[0] as DomainEvent);
     this.sent.push(...events);
     return { events, poison: [], revoked: [id] };
   }
@@ -266,7 +271,9 @@ export class World {
         const [id, key] = this.random.pick(live);
         key.revoked = true;
         revoked.push(id);
-        return [this.event('api_key.revoked', { key_id: id })];
+        const revocation = this.event('api_key.revoked', { key_id: id });
+        this.revocations.set(id, revocation);
+        return [revocation];
       }
       case 'redeliver':
         // At-least-once delivery: the same fact again, same event id, later offset.
@@ -328,11 +335,14 @@ export class World {
   private event(type: DomainEvent['type'], data: Record<string, unknown>, tick?: number): DomainEvent {
     if (tick === undefined) this.tick += 1;
     this.eventSeq += 1;
-    return {
+    const event = {
       event_id: `c${this.seed}-${String(this.eventSeq).padStart(7, '0')}`,
       type,
       occurred_at: this.time(tick ?? this.tick),
       data,
     } as DomainEvent;
+    if (event.type === 'api_key.issued' && !this.issues.has(event.data.key_id))
+      this.issues.set(event.data.key_id, event);
+    return event;
   }
 }
