@@ -33,9 +33,13 @@ export async function createTestTopics(
 /** An admin and a producer connected for the file, disconnected after it. */
 export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; producer: Producer }> {
   const admin = kafka.admin();
+  // Idempotent: a send retried on a loaded machine (its answer timed out, the write done) is not
+  // written twice; a test that wants duplicates sends them twice itself.
   const producer = kafka.producer({
     allowAutoTopicCreation: false,
     createPartitioner: Partitioners.DefaultPartitioner,
+    idempotent: true,
+    maxInFlightRequests: 1,
   });
   await Promise.all([admin.connect(), producer.connect()]);
   afterAll(async () => {
