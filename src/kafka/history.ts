@@ -7,9 +7,10 @@
  * starts later has lost its first events to retention or `deleteRecords`). The log must still hold
  * that offset: its start at or below it. An operator may accept that history below an offset is gone
  * (`accept-history-loss`, recorded with who and why): then a log starting at or below that offset
- * is enough. A stored position past the log's end belongs to another log (the topic was deleted and
- * created again, or this is another cluster): reading on would take the new log's first events for
- * ones already applied, so that is refused too, and no acceptance covers it.
+ * is enough. A topic whose id (Kafka's topic UUID) is not the one the model recorded, or a stored
+ * position past the log's end, belongs to another log (the topic was deleted and created again, or
+ * this is another cluster): reading on would take the new log's first events for ones already
+ * applied, so that is refused too, and no acceptance covers it.
  *
  * Every consumption of every model checks this before its first fetch (`runProjection`): the
  * served projector, a candidate, a rebuild, a catch-up by replay and the keys store. A build the
@@ -36,8 +37,11 @@ export interface HistoryGap {
   logEnd: number;
   /** the offset the model must read from: its stored position, or 0 for a partition it has not read */
   needed: number;
-  /** `lost`: the log starts past `needed`; `past-end`: the model's position lies past the log's end */
-  kind: 'lost' | 'past-end';
+  /**
+   * `lost`: the log starts past `needed`; `past-end`: the model's position lies past the log's end;
+   * `other-topic`: the topic has another id than the one the model was built from
+   */
+  kind: 'lost' | 'past-end' | 'other-topic';
 }
 
 /** The offset each partition's log must still hold for a model at `stored` (undefined: not read yet). */
@@ -53,6 +57,11 @@ export function historyGaps(
   ends: readonly PartitionEnds[],
   stored: (topic: string, partition: number) => number | undefined,
   accepted: readonly AcceptedLoss[] = [],
+  /** each topic's id as the model recorded it, and as the broker names it now (unknown: not compared) */
+  topicIds: { recorded: ReadonlyMap<string, string>; current: ReadonlyMap<string, string> } = {
+    recorded: new Map(),
+    current: new Map(),
+  },
 ): HistoryGap[] {
   const floors = new Map<string, number>();
   for (const loss of accepted) {
@@ -64,7 +73,11 @@ export function historyGaps(
     const position = stored(end.topic, end.partition);
     const needed = neededOffset(position);
     const gap = { topic: end.topic, partition: end.partition, logStart: end.start, logEnd: end.end, needed };
-    if (position !== undefined && position > end.end) gaps.push({ ...gap, kind: 'past-end' });
+    const recorded = topicIds.recorded.get(end.topic);
+    const current = topicIds.current.get(end.topic);
+    if (recorded !== undefined && current !== undefined && recorded !== current)
+      gaps.push({ ...gap, kind: 'other-topic' });
+    else if (position !== undefined && position > end.end) gaps.push({ ...gap, kind: 'past-end' });
     else if (end.start > needed && end.start > (floors.get(offsetKey(end.topic, end.partition)) ?? 0))
       gaps.push({ ...gap, kind: 'lost' });
   }
@@ -74,6 +87,9 @@ export function historyGaps(
 /** One line per gap, naming the topic, the partition, the log and what the model needs, and the remedy. */
 export function describeGap(gap: HistoryGap): string {
   const where = `${gap.topic} partition ${gap.partition}`;
+  if (gap.kind === 'other-topic') {
+    return `${where}: the topic has another id than the one the model was built from: it was deleted and created again, or this is another cluster; rebuild from the new topics or point KAFKA_BROKERS at the right cluster (docs/operations.md, "Positions past the end of a topic")`;
+  }
   if (gap.kind === 'past-end') {
     return `${where}: the model has read up to offset ${gap.needed}, past the log's end ${gap.logEnd}: the topic is not the one the model was built from (deleted and created again, or another cluster); rebuild from the new topics or point KAFKA_BROKERS at the right cluster (docs/operations.md, "Positions past the end of a topic")`;
   }

@@ -88,6 +88,19 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       }
       return ends;
     },
+    topicIds: async (topics) => {
+      try {
+        const ids = await (await connectedAdmin()).fetchTopicIds({ topics: [...topics] });
+        return new Map(ids.map(({ name, topicId }) => [name, topicId]));
+      } catch (error) {
+        // a broker older than Kafka 2.8 names no topic ids: the check falls back on positions alone
+        if ((error as { type?: string }).type !== 'UNSUPPORTED_VERSION') throw error;
+        options.logger.warn(
+          'the broker names no topic ids (Kafka before 2.8): topics are not told apart by id',
+        );
+        return new Map<string, string>();
+      }
+    },
     listTopics: async () => (await connectedAdmin()).listTopics(),
     createTopics: async (topics, creation) => {
       const client = await connectedAdmin();

@@ -100,6 +100,8 @@ export interface OutgoingMessage {
 export interface KafkaPort {
   consume(options: ConsumeOptions): Promise<Consumption>;
   endOffsets(topics: readonly string[]): Promise<PartitionEnds[]>;
+  /** each topic's id (Kafka's topic UUID, hex) by name; empty where the broker cannot name them */
+  topicIds(topics: readonly string[]): Promise<ReadonlyMap<string, string>>;
   listTopics(): Promise<string[]>;
   /** creates the topics that do not exist yet, keeping every event (`retention.ts`); returns those it created */
   createTopics(topics: readonly string[], creation: TopicCreation): Promise<string[]>;

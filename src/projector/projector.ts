@@ -26,7 +26,7 @@ export interface AppliedBatchFacts {
 }
 
 export interface ProjectionOptions {
-  port: Pick<KafkaPort, 'consume' | 'endOffsets'>;
+  port: Pick<KafkaPort, 'consume' | 'endOffsets' | 'topicIds'>;
   groupId: string;
   topics: Record<TopicRole, string>;
   /** the topics to consume, by role (default: all four) */
@@ -60,12 +60,13 @@ export async function runProjection(options: ProjectionOptions): Promise<Consump
   const topics = (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
     .filter((role) => options.roles?.includes(role) ?? true)
     .map((role) => options.topics[role]);
-  const ends = await options.port.endOffsets(topics);
+  const [ends, current] = await Promise.all([options.port.endOffsets(topics), options.port.topicIds(topics)]);
   const stored = (topic: string, partition: number): number | undefined =>
     writer.storedOffset(topic, partition);
   const accepted = options.acceptedLosses?.() ?? [];
-  const gaps = historyGaps(ends, stored, accepted);
+  const gaps = historyGaps(ends, stored, accepted, { recorded: writer.topicIds.recorded(), current });
   if (gaps.length > 0) throw new HistoryMissing(gaps);
+  writer.topicIds.record(current);
   for (const end of ends) {
     const next = moveOverAcceptedLoss(writer, end, accepted, logger);
     if (next !== null) reportSkip(options, end.topic, end.partition, next);

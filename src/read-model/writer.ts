@@ -30,6 +30,7 @@ import { BatchRows } from './row-cache.js';
 import { ManyRows } from './multi-row-insert.js';
 import { DigestChanges } from './digest-changes.js';
 import { ListingCounters } from './listing-counters.js';
+import { ModelTopicIds } from './topic-ids.js';
 
 export interface BatchOutcome {
   /** events decoded and projected (including those that changed nothing) */
@@ -58,6 +59,8 @@ export class ReadModelWriter {
   private readonly counters: ListingCounters;
   /** Rows written many to a statement (see `manyRowsSql`). */
   private readonly many: { [K in keyof typeof manyRowsSql]: ManyRows };
+  /** the ids of the topics the model is built from (`topic-ids.ts`) */
+  readonly topicIds: ModelTopicIds;
 
   constructor(
     private readonly db: ReadModelDatabase,
@@ -80,6 +83,7 @@ export class ReadModelWriter {
       this.offsets.set(offsetKey(row.topic, row.partition), row.next_offset);
     }
     this.counters = new ListingCounters(this.statements);
+    this.topicIds = new ModelTopicIds(db);
     this.batch = new BatchRows({
       orders: (ids) => this.statements.selectOrders.all(JSON.stringify(ids)) as OrderRow[],
       articles: (ids) => this.statements.selectArticles.all(JSON.stringify(ids)) as ArticleRow[],

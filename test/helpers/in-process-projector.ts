@@ -45,6 +45,7 @@ export function inProcessProjectors(
               },
             }),
           endOffsets: (topics) => port.endOffsets(topics),
+          topicIds: (topics) => port.topicIds(topics),
         },
         groupId: spec.groupId,
         topics,

@@ -34,9 +34,11 @@ export function lifecycleFixture(
     >
   > & {
     beforeBatch?: (file: string) => void | Promise<void>;
+    /** the broker of an earlier fixture, to start again on it */
+    kafka?: MemoryKafka;
   } = {},
 ): LifecycleFixture {
-  const kafka = new MemoryKafka(Object.values(testTopics));
+  const kafka = options.kafka ?? new MemoryKafka(Object.values(testTopics));
   const files = new ModelFiles(dataDir);
   const restarts: LifecycleFixture['restarts'] = [];
   const transitions: LifecycleFixture['transitions'] = [];

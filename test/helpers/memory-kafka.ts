@@ -66,6 +66,28 @@ export class MemoryKafka implements KafkaPort {
   /** each topic's settings, as `topicRetention` reports them (default: keeping every event) */
   readonly retention = new Map<string, Record<string, string | null>>();
 
+  /** each topic's id; `recreate` gives it a new one */
+  private readonly ids = new Map<string, string>();
+  private nextId = 1;
+
+  /** Deletes the topic and creates it again: empty, with a new id. */
+  recreate(topic: string): void {
+    this.logs.set(
+      topic,
+      Array.from({ length: this.partitions }, () => []),
+    );
+    for (let partition = 0; partition < this.partitions; partition += 1)
+      this.logStarts.delete(`${partition}:${topic}`);
+    this.ids.set(topic, String(this.nextId++).padStart(32, '0'));
+  }
+
+  topicIds(topics: readonly string[]): Promise<ReadonlyMap<string, string>> {
+    if (this.down) return Promise.reject(new BrokerUnreachable());
+    for (const topic of topics)
+      if (!this.ids.has(topic)) this.ids.set(topic, String(this.nextId++).padStart(32, '0'));
+    return Promise.resolve(new Map(topics.map((topic) => [topic, this.ids.get(topic)!])));
+  }
+
   /** Deletes the partition's records below `before`, as retention or `deleteRecords` does. */
   deleteRecords(topic: string, partition: number, before: number): void {
     const key = `${partition}:${topic}`;

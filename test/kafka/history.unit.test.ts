@@ -51,6 +51,19 @@ describe('the history a build needs (historyGaps)', () => {
     ]);
   });
 
+  it('refuses a topic whose id is not the one the model recorded, and compares nothing it does not know', () => {
+    const ids = (recorded: Record<string, string>, current: Record<string, string>) => ({
+      recorded: new Map(Object.entries(recorded)),
+      current: new Map(Object.entries(current)),
+    });
+    expect(historyGaps([log(0, 10)], stored({ 0: 5 }), [], ids({ t: 'a' }, { t: 'b' }))).toMatchObject([
+      { kind: 'other-topic' },
+    ]);
+    expect(historyGaps([log(0, 10)], stored({ 0: 5 }), [], ids({ t: 'a' }, { t: 'a' }))).toEqual([]);
+    expect(historyGaps([log(0, 10)], stored({ 0: 5 }), [], ids({}, { t: 'b' }))).toEqual([]);
+    expect(historyGaps([log(0, 10)], stored({ 0: 5 }), [], ids({ t: 'a' }, {}))).toEqual([]);
+  });
+
   it('names the topic, the partition, the log start, what the model needs and the command', () => {
     const [gap] = historyGaps([log(5, 12)], stored({}));
     expect(describeGap(gap!)).toContain(

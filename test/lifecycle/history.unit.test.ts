@@ -76,6 +76,31 @@ describe('a log that loses events under the served projector', () => {
     expect(f.lifecycle.health().warnings).toEqual([]);
   });
 
+  it('refuses topics deleted and created again, whatever their offsets, and says why', async () => {
+    const dataDir = join(root, `data-${(n += 1)}`);
+    const first = lifecycleFixture(dataDir);
+    running.push(first);
+    first.publish([issueKeyOf(1), ...orders([1, 2])]);
+    first.lifecycle.start();
+    await waitUntil('two orders served', async () => {
+      await first.tick();
+      return listed(first) === 2;
+    });
+    await first.lifecycle.stop();
+    const again = lifecycleFixture(dataDir, { kafka: first.kafka });
+    running.push(again);
+    again.kafka.recreate(testTopics.orders);
+    again.publish(orders([3, 4, 5, 6, 7, 8, 9, 10]));
+    again.lifecycle.start();
+    await waitUntil('the replica says the topic is another one', async () => {
+      await again.tick();
+      return again.lifecycle
+        .health()
+        .reasons.some((r) => r.includes(`${testTopics.orders} partition 0: the topic has another id`));
+    });
+    expect(listed(again)).toBe(2);
+  });
+
   it('warns of a topic that forgets events, and stays ready', async () => {
     const f = lifecycleFixture(join(root, `data-${(n += 1)}`));
     running.push(f);

@@ -199,6 +199,7 @@ describe('an unreadable batch met by the projector', () => {
           return Promise.resolve({} as Consumption);
         },
         endOffsets: () => Promise.resolve([]),
+        topicIds: () => Promise.resolve(new Map()),
       },
       groupId: 'g',
       topics: testTopics,
