@@ -123,6 +123,7 @@ export const targetedOperations = {
   garbledPointer: 'garbled-pointer',
   revokeAfterBrokerRestart: 'revoke-after-broker-restart',
   skipKeysBatchDuringCatchUp: 'skip-keys-batch-during-catch-up',
+  lz4InflatingBatch: 'lz4-inflating-batch',
   // records deleted from the start of a partition before a build (`history.ts`)
   ...historyOperations,
 } as const;
@@ -130,6 +131,20 @@ type TargetedOperation = keyof typeof targetedOperations;
 
 /** A batch no consumer may read: 6 MiB of zstd-compressed spaces, beyond the default 4 MiB bound. */
 const unreadableLine = `x\t{"padding":"${' '.repeat(6 * 1024 * 1024)}"}`;
+/** What a replica's resident memory may rise by while it refuses an LZ4 batch inflating to 200 MB. */
+const lz4RiseBoundBytes = 100 * 1024 * 1024;
+
+/** A process's resident memory (`VmRSS`), 0 when it is gone. */
+function residentBytes(pid: number | null): number {
+  if (pid === null) return 0;
+  try {
+    const kib = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kib === undefined ? 0 : Number(kib) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
 /** How many unreadable batches the targeted operations publish in a run at most (each costs every replica a skip). */
 const unreadableBudget = 16;
 
@@ -345,6 +360,7 @@ class Campaign {
         garbledPointer: running > 0 ? 0.5 : 0,
         revokeAfterBrokerRestart: up && all ? 0.7 : 0,
         skipKeysBatchDuringCatchUp: unreadable ? 0.7 : 0,
+        lz4InflatingBatch: unreadable ? 0.5 : 0,
         ...this.history.weights(up, all),
       };
       if (Object.values(weights).some((w) => w > 0)) return this.targeted.weighted(weights);
@@ -565,6 +581,8 @@ class Campaign {
         return this.named(op, await this.revokeAfterBrokerRestart());
       case 'skipKeysBatchDuringCatchUp':
         return this.named(op, await this.skipKeysBatchDuringCatchUp());
+      case 'lz4InflatingBatch':
+        return this.named(op, await this.lz4InflatingBatch());
       default:
         return this.named(op, await this.history.perform(op satisfies HistoryOperation));
     }
@@ -1017,6 +1035,64 @@ class Campaign {
     this.skippedBatches.push(batch);
     if (skip) for (const replica of this.replicas) await this.skipBatch(replica, batch);
     return batch;
+  }
+
+  /**
+   * Under 1 MB of LZ4 (as Java's producer frames it, no content size) inflating to 200 MB, on a
+   * random partition: every replica must refuse it within BATCH_MAX_INFLATED_BYTES's budget, its
+   * resident memory sampled every 50 ms while it reports the batch (each retry inflates it again);
+   * then skip-batch on each. A codec that inflates the frame before it compares raises it by
+   * hundreds of MB.
+   */
+  private async lz4InflatingBatch(): Promise<string> {
+    const role = this.targeted.pick(['orders', 'orderStatus', 'articles'] as const);
+    const partition = this.targeted.int(0, 2);
+    const topic = this.topics[role];
+    const offsetOfBatch = await this.endOffset(topic, partition);
+    const baseline = new Map(this.replicas.map((r) => [r, residentBytes(r.pid)]));
+    const peak = new Map(baseline);
+    const sampler = setInterval(() => {
+      for (const r of this.replicas) peak.set(r, Math.max(peak.get(r) ?? 0, residentBytes(r.pid)));
+    }, 50);
+    try {
+      kcatProduce({
+        brokers: this.broker.brokers,
+        topic,
+        partition,
+        codec: 'lz4',
+        lines: [`x\t{"padding":"${' '.repeat(200 * 1024 * 1024)}"}`],
+      });
+      this.skipped += 1;
+      const rises: string[] = [];
+      for (const replica of this.replicas) {
+        const reported = await this.reportedBatch(replica, topic, partition, offsetOfBatch);
+        // a few retries of the batch, each inflating it again, before the memory is judged
+        await sleep(2000);
+        const rise = (peak.get(replica) ?? 0) - (baseline.get(replica) ?? 0);
+        rises.push(`${replica.name} +${Math.round(rise / 1e6)} MB`);
+        if (rise > lz4RiseBoundBytes)
+          this.violation(
+            replica,
+            'every input within its bound',
+            `resident memory rose by ${Math.round(rise / 1e6)} MB while an LZ4 batch inflating to 200 MB was refused (BATCH_MAX_INFLATED_BYTES is 4 MiB)`,
+          );
+        if (reported === null) {
+          this.violation(
+            replica,
+            'liveness',
+            `${topic}[${partition}]'s LZ4 batch was not reported in /readyz within 30 s`,
+          );
+          continue;
+        }
+        const batch = { topic, partition, ...reported };
+        if (!this.skippedBatches.some((b) => b.topic === topic && b.from === batch.from))
+          this.skippedBatches.push(batch);
+        await this.skipBatch(replica, batch);
+      }
+      return `LZ4 batch inflating to 200 MB on ${topic}[${partition}]: resident memory ${rises.join(', ')} while refused; skipped by the operator on every replica`;
+    } finally {
+      clearInterval(sampler);
+    }
   }
 
   /** A rebuild on the replica's directory must finish (past every skipped batch) within 120 s. */
