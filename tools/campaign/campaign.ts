@@ -1038,7 +1038,7 @@ class Campaign {
   }
 
   /**
-   * Under 1 MB of LZ4 (as Java's producer frames it, no content size) inflating to 200 MB, on a
+   * Under 1 MB of LZ4 (framed as Java's producer does, no content size) inflating to 200 MB, on a
    * random partition: every replica must refuse it within BATCH_MAX_INFLATED_BYTES's budget, its
    * resident memory sampled every 50 ms while it reports the batch (each retry inflates it again);
    * then skip-batch on each. A codec that inflates the frame before it compares raises it by
@@ -1055,12 +1055,13 @@ class Campaign {
       for (const r of this.replicas) peak.set(r, Math.max(peak.get(r) ?? 0, residentBytes(r.pid)));
     }, 50);
     try {
-      kcatProduce({
-        brokers: this.broker.brokers,
+      // kafkajs with the service's LZ4 codec (lz4-napi's frames state no content size, as Java's
+      // producer's do not): kcat reads a line of 200 MB too slowly
+      await this.producer.send({
         topic,
-        partition,
-        codec: 'lz4',
-        lines: [`x\t{"padding":"${' '.repeat(200 * 1024 * 1024)}"}`],
+        acks: -1,
+        compression: compressionOf.lz4,
+        messages: [{ partition, key: 'x', value: `{"padding":"${' '.repeat(200 * 1024 * 1024)}"}` }],
       });
       this.skipped += 1;
       const rises: string[] = [];
