@@ -1,7 +1,7 @@
 /**
- * The benchmarks' own tests (`npm run test:bench`): the PostgreSQL peers of `bench:peer` converge to
- * the service's answers, and the check guarding the benchmark's timings reports one that differs.
- * They follow every change of an answer, so they run with the benchmarks, not in every CI pass.
+ * The benchmarks' own test (`npm run test:bench`, run by hand before `bench:peer`): the PostgreSQL
+ * peers converge to the service's answers. It follows every change of an answer, so it runs with the
+ * benchmarks, not in every CI pass.
  */
 import { defineConfig } from 'vitest/config';
 import { peerTests } from './vitest.config.js';

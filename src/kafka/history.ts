@@ -88,10 +88,10 @@ export function historyGaps(
 export function describeGap(gap: HistoryGap): string {
   const where = `${gap.topic} partition ${gap.partition}`;
   if (gap.kind === 'other-topic') {
-    return `${where}: the topic has another id than the one the model was built from: it was deleted and created again, or this is another cluster; rebuild from the new topics or point KAFKA_BROKERS at the right cluster (docs/operations.md, "Positions past the end of a topic")`;
+    return `${where}: the topic has another id than the one the model was built from: it was deleted and created again, or this is another cluster; point KAFKA_BROKERS at the right cluster, or start the replica on an empty DATA_DIR (docs/operations.md, "Positions past the end of a topic")`;
   }
   if (gap.kind === 'past-end') {
-    return `${where}: the model has read up to offset ${gap.needed}, past the log's end ${gap.logEnd}: the topic is not the one the model was built from (deleted and created again, or another cluster); rebuild from the new topics or point KAFKA_BROKERS at the right cluster (docs/operations.md, "Positions past the end of a topic")`;
+    return `${where}: the model has read up to offset ${gap.needed}, past the log's end ${gap.logEnd}: the topic is not the one the model was built from (deleted and created again, or another cluster); point KAFKA_BROKERS at the right cluster, or start the replica on an empty DATA_DIR (docs/operations.md, "Positions past the end of a topic")`;
   }
   return `${where}: the log starts at offset ${gap.logStart}, and the model needs it from offset ${gap.needed}: events ${gap.needed}–${gap.logStart - 1} are gone from the topic; restore a snapshot, or accept the loss with accept-history-loss --topic ${gap.topic} --partition ${gap.partition} --below ${gap.logStart} --reason TEXT (docs/operations.md, "A build refused for missing history")`;
 }

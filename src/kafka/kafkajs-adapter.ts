@@ -89,17 +89,13 @@ export function kafkajsPort(options: KafkajsPortOptions): KafkaPort {
       return ends;
     },
     topicIds: async (topics) => {
-      try {
-        const ids = await (await connectedAdmin()).fetchTopicIds({ topics: [...topics] });
-        return new Map(ids.map(({ name, topicId }) => [name, topicId]));
-      } catch (error) {
-        // a broker older than Kafka 2.8 names no topic ids: the check falls back on positions alone
-        if ((error as { type?: string }).type !== 'UNSUPPORTED_VERSION') throw error;
-        options.logger.warn(
-          'the broker names no topic ids (Kafka before 2.8): topics are not told apart by id',
-        );
-        return new Map<string, string>();
-      }
+      const ids = await (await connectedAdmin()).fetchTopicIds({ topics: [...topics] });
+      // none from a broker before Kafka 2.8 (the patched client asks only one that speaks Metadata
+      // v10); zeros from a cluster whose topics have no ids yet: unknown either way, and the check
+      // then rests on positions alone
+      return new Map(
+        ids.filter(({ topicId }) => !/^0+$/.test(topicId)).map(({ name, topicId }) => [name, topicId]),
+      );
     },
     listTopics: async () => (await connectedAdmin()).listTopics(),
     createTopics: async (topics, creation) => {

@@ -89,25 +89,39 @@ export function openKeysFiles(
  * Seeds this version's empty store from its predecessor, rows and keys-topic positions, when their
  * `api_keys` tables have the same layout: for a keys topic that no longer holds the events the
  * predecessor was built from, where a replay is refused (`kafka/history.ts`). The store then goes on
- * from the predecessor's positions, applying every issue and revocation since. Nothing is written
- * when the store has positions of the topic already; returns whether it was seeded.
+ * from the predecessor's positions, applying every issue and revocation since. A store that has
+ * read past the predecessor on any partition is left as it is (it never moves back); one behind it
+ * is replaced, as it answers only beside the predecessor. Returns whether it was seeded.
  */
 export function seedFromPredecessor(file: string, predecessor: string, keysTopic: string): boolean {
   const db = openReadModel(file);
   try {
     db.prepare('ATTACH DATABASE ? AS predecessor').run(predecessor);
     try {
-      const layout = (schema: string): string =>
-        JSON.stringify(db.prepare(`PRAGMA ${schema}.table_info(api_keys)`).all());
-      if (layout('main') !== layout('predecessor')) return false;
+      const layout = (schema: string, table: string): string =>
+        JSON.stringify(db.prepare(`PRAGMA ${schema}.table_info(${table})`).all());
+      for (const table of ['api_keys', 'consumer_offsets', 'projection_meta'])
+        if (layout('main', table) !== layout('predecessor', table)) return false;
       return db.transaction(() => {
-        const read = db
-          .prepare('SELECT COUNT(*) AS n FROM main.consumer_offsets WHERE topic = ?')
+        // a store that has read anything the predecessor has not is never replaced
+        const ahead = db
+          .prepare(
+            `SELECT COUNT(*) AS n FROM main.consumer_offsets AS s WHERE s.topic = ? AND s.next_offset >
+               COALESCE((SELECT p.next_offset FROM predecessor.consumer_offsets AS p
+                         WHERE p.topic = s.topic AND p.partition = s.partition), -1)`,
+          )
           .get(keysTopic) as { n: number };
-        if (read.n > 0) return false;
-        db.exec('INSERT OR IGNORE INTO main.api_keys SELECT * FROM predecessor.api_keys');
+        if (ahead.n > 0) return false;
+        db.exec('DELETE FROM main.api_keys');
+        db.exec('INSERT INTO main.api_keys SELECT * FROM predecessor.api_keys');
+        db.prepare('DELETE FROM main.consumer_offsets WHERE topic = ?').run(keysTopic);
         db.prepare(
           'INSERT INTO main.consumer_offsets SELECT * FROM predecessor.consumer_offsets WHERE topic = ?',
+        ).run(keysTopic);
+        // the id of the topic the predecessor was built from, so that a topic created since is refused
+        db.prepare(
+          `INSERT OR REPLACE INTO main.projection_meta
+             SELECT * FROM predecessor.projection_meta WHERE key = 'topic_id:' || ?`,
         ).run(keysTopic);
         return true;
       })();

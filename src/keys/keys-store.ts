@@ -96,6 +96,8 @@ export class KeysStore {
       // a start is a worker thread, a connection and a group join: slower than a fetch under load
       startTimeoutMs: Math.max(keysStartTimeoutMs, stallMs),
       start: (signal) => {
+        // before the consumer's thread opens the store: nothing else writes it meanwhile
+        this.seedIfRefused();
         this.starts += 1;
         return this.options.startProjector({
           signal,
@@ -183,7 +185,6 @@ export class KeysStore {
   }
 
   private watch(): void {
-    this.seedIfRefused();
     const running = this.supervisor?.running() ?? null;
     if (running === null || this.startedAt === null) return;
     // an empty keys topic brings no batch: the successor has reached its predecessor all the same
@@ -210,16 +211,24 @@ export class KeysStore {
   /**
    * A successor refused for history the keys topic lost would leave the predecessor answering, read
    * only, for good: no revocation since would ever be applied. It is seeded from the predecessor
-   * instead (`seedFromPredecessor`) and goes on from there at its consumer's next start.
+   * instead (`seedFromPredecessor`) at its consumer's next start, before the consumer opens it.
    */
   private seedIfRefused(): void {
     const predecessor = this.predecessor;
     const status = this.supervisor?.status();
-    if (predecessor === null || status === undefined || status.running) return;
+    if (predecessor === null || status === undefined) return;
     if (status.lastError?.startsWith(historyMissingMessage) !== true) return;
-    const seeded = counted(this.commits, () =>
-      seedFromPredecessor(this.file, predecessor.file, this.options.topics.apiKeys),
-    );
+    let seeded = false;
+    try {
+      seeded = counted(this.commits, () =>
+        seedFromPredecessor(this.file, predecessor.file, this.options.topics.apiKeys),
+      );
+    } catch (error) {
+      this.options.logger.error(
+        { err: error, file: this.file },
+        'seeding the keys store from its predecessor failed',
+      );
+    }
     if (seeded)
       this.options.logger.warn(
         { file: this.file, predecessor: predecessor.file },

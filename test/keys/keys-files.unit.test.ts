@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
@@ -8,11 +9,14 @@ import {
   keysFile,
   keysStoreVersions,
   openKeysFiles,
+  seedFromPredecessor,
   storedPositions,
 } from '../../src/keys/keys-files.js';
+import { offsetKey } from '../../src/kafka/port.js';
+import { ModelTopicIds } from '../../src/read-model/topic-ids.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { apiKeyIssued } from '../helpers/events.js';
-import { memoryReadModel } from '../helpers/read-model.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 import type { Logger } from '../../src/logger.js';
 import { descriptorsOn } from '../helpers/open-files.js';
@@ -184,5 +188,51 @@ describe('the keys store files', () => {
     storeOf(dir, PROJECTION_VERSION, 3);
     expect(openKeysFiles(dir, logger).predecessor).toBeNull();
     expect(existsSync(newest)).toBe(false);
+  });
+});
+
+describe('seeding a keys store from its predecessor (seedFromPredecessor)', () => {
+  const keysTopic = testTopics.apiKeys;
+  const positionOf = (file: string): number | undefined => storedPositions(file).get(offsetKey(keysTopic, 0));
+  const keyIds = (file: string): string[] => {
+    const db = openReadModel(file, { readonly: true });
+    try {
+      return (db.prepare('SELECT key_id FROM api_keys ORDER BY key_id').all() as { key_id: string }[]).map(
+        (row) => row.key_id,
+      );
+    } finally {
+      db.close();
+    }
+  };
+
+  it('copies the rows, the positions and the topic id of a predecessor into an empty store', () => {
+    const dir = dataDir();
+    const predecessor = storeOf(dir, PROJECTION_VERSION - 1, 3);
+    const db = new Database(predecessor);
+    db.prepare(`INSERT INTO projection_meta (key, value) VALUES (?, 'id-1')`).run(`topic_id:${keysTopic}`);
+    db.close();
+    const store = keysFile(dir);
+    openReadModel(store).close();
+    expect(seedFromPredecessor(store, predecessor, keysTopic)).toBe(true);
+    expect(keyIds(store)).toEqual(['k0', 'k1', 'k2']);
+    expect(positionOf(store)).toBe(3);
+    const seeded = openReadModel(store, { readonly: true });
+    expect(new ModelTopicIds(seeded).recorded().get(keysTopic)).toBe('id-1');
+    seeded.close();
+  });
+
+  it('replaces a store behind its predecessor, and never one that has read further', () => {
+    const behindDir = dataDir();
+    const predecessor = storeOf(behindDir, PROJECTION_VERSION - 1, 3);
+    const behind = storeOf(behindDir, PROJECTION_VERSION, 1);
+    expect(seedFromPredecessor(behind, predecessor, keysTopic)).toBe(true);
+    expect(positionOf(behind)).toBe(3);
+
+    const aheadDir = dataDir();
+    const older = storeOf(aheadDir, PROJECTION_VERSION - 1, 2);
+    const ahead = storeOf(aheadDir, PROJECTION_VERSION, 4);
+    expect(seedFromPredecessor(ahead, older, keysTopic)).toBe(false);
+    expect(positionOf(ahead)).toBe(4);
+    expect(keyIds(ahead)).toEqual(['k0', 'k1', 'k2', 'k3']);
   });
 });

@@ -132,7 +132,7 @@ type TargetedOperation = keyof typeof targetedOperations;
 /** A batch no consumer may read: 6 MiB of zstd-compressed spaces, beyond the default 4 MiB bound. */
 const unreadableLine = `x\t{"padding":"${' '.repeat(6 * 1024 * 1024)}"}`;
 /** What a replica's resident memory may rise by while it refuses an LZ4 batch inflating to 200 MB. */
-const lz4RiseBoundBytes = 100 * 1024 * 1024;
+const lz4RiseBoundBytes = 150 * 1024 * 1024;
 
 /** A process's resident memory (`VmRSS`), 0 when it is gone. */
 function residentBytes(pid: number | null): number {

@@ -7,12 +7,13 @@
  * documented remedy, a snapshot of a replica that holds the whole history, never an acceptance of the
  * loss, which would serve fewer orders than the oracle says.
  *
- * The keys topic is shortened only below every dead letter and skipped batch of its partition (a
- * keys store is always rebuilt from the topic: a snapshot carries the orders model only). Once a
- * keys partition has lost records, the upstream sends again the issue of every valid key and every
- * revocation (redeliveries, which the contract allows) and the operator accepts the loss on every
- * replica, and on every new replica before its start. Without the revocations, a revocation lost
- * below the log start and an older issue redelivered above it would bring the key back.
+ * The keys topic is shortened only below every dead letter and skipped batch of its partition. The
+ * keys store of a new version is then seeded from its predecessor and must keep every key valid and
+ * apply every revocation since. Where a keys store is refused all the same, the upstream sends again
+ * the issue of every valid key and every revocation (redeliveries, which the contract allows) and the
+ * operator accepts the loss on every replica, and on every new replica before its start. Without the
+ * revocations, a revocation lost below the log start and an older issue redelivered above it would
+ * bring the key back.
  */
 import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -323,12 +324,14 @@ export class HistoryOps {
     this.host.count('keys store of a new version');
     const deadline = Date.now() + 30_000;
     let gap: string | null = null;
-    while (Date.now() < deadline && gap === null) {
+    // A seeded store retires its predecessor once it has read on from it; the gap's words stay in
+    // /readyz until that first fetch, so they count only once the wait for the retirement is over.
+    while (Date.now() < deadline && existsSync(keysFile(replica.dataDir, PROJECTION_VERSION - 1))) {
       await this.host.lookAtAll();
-      gap = await this.namedGap(replica, 'reasons');
-      if (gap === null && !existsSync(keysFile(replica.dataDir, PROJECTION_VERSION - 1))) break;
       await sleep(250);
     }
+    if (existsSync(keysFile(replica.dataDir, PROJECTION_VERSION - 1)))
+      gap = await this.namedGap(replica, 'reasons');
     await this.host.lookAtAll();
     if (gap === null) {
       // seeded from its predecessor (the service's remedy): nothing for the operator to do, and
