@@ -9,6 +9,8 @@ import { writeSql } from '../../projections/orders/sql.js';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { offsetKey, type Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
+import { historyMissingMessage } from '../kafka/history.js';
+import { counted, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, removeModelFile } from '../read-model/database.js';
 
 /** The keys store of a projection version in `dataDir`. */
@@ -130,5 +132,31 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
     }
   } finally {
     db.close();
+  }
+}
+
+/**
+ * A successor refused for history the keys topic lost would leave the predecessor answering, read
+ * only, for good: no revocation since would ever be applied. Called at the consumer's next start,
+ * before its thread opens the store, it seeds the store from the predecessor (`seedFromPredecessor`,
+ * the commit counter moved around it) when the last start failed that way. A failed seed is logged.
+ */
+export function seedRefusedSuccessor(seed: {
+  file: string;
+  predecessor: string;
+  keysTopic: string;
+  lastError: string | null;
+  commits: CommitCounter;
+  logger: Logger;
+}): void {
+  if (seed.lastError?.startsWith(historyMissingMessage) !== true) return;
+  try {
+    if (counted(seed.commits, () => seedFromPredecessor(seed.file, seed.predecessor, seed.keysTopic)))
+      seed.logger.warn(
+        { file: seed.file, predecessor: seed.predecessor },
+        'the keys topic no longer holds what a new keys store needs; seeded it from its predecessor, and it goes on from there',
+      );
+  } catch (error) {
+    seed.logger.error({ err: error, file: seed.file }, 'seeding the keys store from its predecessor failed');
   }
 }

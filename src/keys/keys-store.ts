@@ -20,7 +20,7 @@ import {
 } from '../kafka/port.js';
 import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
 import { Supervisor } from '../lifecycle/supervisor.js';
-import { counted, newCommitCounter } from '../read-model/commit-counter.js';
+import { newCommitCounter } from '../read-model/commit-counter.js';
 import { removeModelFile } from '../read-model/database.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { KeyLookup, type KeysRef } from './key-lookup.js';
@@ -28,10 +28,9 @@ import {
   hasReachedAll,
   keysFile,
   openKeysFiles,
-  seedFromPredecessor,
+  seedRefusedSuccessor,
   storedPositions,
 } from './keys-files.js';
-import { historyMissingMessage } from '../kafka/history.js';
 import { keysReadiness } from './keys-readiness.js';
 import {
   keysBackoff,
@@ -208,32 +207,17 @@ export class KeysStore {
     this.succeedOnceReached(this.positions());
   }
 
-  /**
-   * A successor refused for history the keys topic lost would leave the predecessor answering, read
-   * only, for good: no revocation since would ever be applied. It is seeded from the predecessor
-   * instead (`seedFromPredecessor`) at its consumer's next start, before the consumer opens it.
-   */
+  /** A successor refused for history the keys topic lost is seeded before its next start (`seedRefusedSuccessor`). */
   private seedIfRefused(): void {
-    const predecessor = this.predecessor;
-    const status = this.supervisor?.status();
-    if (predecessor === null || status === undefined) return;
-    if (status.lastError?.startsWith(historyMissingMessage) !== true) return;
-    let seeded = false;
-    try {
-      seeded = counted(this.commits, () =>
-        seedFromPredecessor(this.file, predecessor.file, this.options.topics.apiKeys),
-      );
-    } catch (error) {
-      this.options.logger.error(
-        { err: error, file: this.file },
-        'seeding the keys store from its predecessor failed',
-      );
-    }
-    if (seeded)
-      this.options.logger.warn(
-        { file: this.file, predecessor: predecessor.file },
-        'the keys topic no longer holds what a new keys store needs; seeded it from its predecessor, and it goes on from there',
-      );
+    if (this.predecessor === null) return;
+    seedRefusedSuccessor({
+      file: this.file,
+      predecessor: this.predecessor.file,
+      keysTopic: this.options.topics.apiKeys,
+      lastError: this.supervisor?.status().lastError ?? null,
+      commits: this.commits,
+      logger: this.options.logger,
+    });
   }
 
   /** Once the successor has reached its predecessor on every partition, it answers alone. */

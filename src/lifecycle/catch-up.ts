@@ -15,6 +15,7 @@ import type { LifecycleOptions } from './options.js';
 import {
   logSizeOf,
   replayLosesNothing,
+  replayPays,
   ReplayWatch,
   type CatchUpOptions,
   type RunningReplay,
@@ -57,7 +58,7 @@ export class CatchUpByReplay<Served extends ReplayedModel> {
   private readonly watch: ReplayWatch<Served>;
 
   constructor(
-    options: CatchUpOptions,
+    private readonly options: CatchUpOptions,
     watch: ConstructorParameters<typeof ReplayWatch<Served>>[1],
     private readonly host: CatchUpHost<Served>,
   ) {
@@ -119,12 +120,13 @@ export class CatchUpByReplay<Served extends ReplayedModel> {
    * has the cores, and starts again if the replay fails.
    */
   lagMeasured(served: Served, lag: number, ends: readonly PartitionEnds[], now: number): void {
+    const logSize = logSizeOf(ends);
+    if (!replayPays(lag, logSize, this.options)) return;
     // A replay reads the log from its start: where the log has lost messages, its build would be
     // refused; the served projector is not stopped for it.
     if (!replayLosesNothing(ends, this.host.acceptedLosses())) return;
     // Another rebuild holds the lock: a replay would stop the served projector only to be refused.
     if (this.host.rebuildRunning()) return;
-    const logSize = logSizeOf(ends);
     const replay = this.watch.maybeStart(served, lag, logSize, now);
     if (replay === null) return;
     this.host.logger.info(
