@@ -7,19 +7,8 @@
  * lock and the rebuild lock, the model files no pointer names (`removeLeftovers`).
  */
 import { randomBytes } from 'node:crypto';
-import {
-  closeSync,
-  existsSync,
-  fsyncSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
-import { basename, join } from 'node:path';
+import { mkdirSync, readdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   acquireLease,
   defaultLease,
@@ -35,35 +24,47 @@ import type { OperatorSkip } from './operator-skips.js';
 import { recordedSkips, recordSkip, skipRecordName, type SkipRecordOptions } from './skip-record.js';
 import { recordedLosses, recordLoss } from './accepted-losses.js';
 import type { AcceptedLoss } from '../kafka/history.js';
+import { generationPattern, Pointer, PointerBroken, syncDirectory } from './pointer.js';
 
 export type { LockHolder } from './lease-lock.js';
+export { PointerBroken } from './pointer.js';
 
-const generationPattern = /^model-[\w-]+\.sqlite$/;
 const buildingSuffix = '.building';
 /** A finished build kept on purpose (`rebuild --no-promote`): no pointer names it, nothing deletes it. */
 const keptSuffix = '-kept.sqlite';
-
-/** A pointer (`CURRENT`, `NEXT`) that names no model file of the directory. */
-export class PointerBroken extends Error {
-  readonly code = 'POINTER_BROKEN';
-}
 
 export class RebuildLocked extends Error {
   readonly code = 'REBUILD_LOCKED';
 }
 
 export class ModelFiles {
-  readonly pointerPath: string;
-  readonly nextPointerPath: string;
   readonly lockPath: string;
   readonly skipsPath: string;
+  private readonly current: Pointer;
+  private readonly next: Pointer;
 
   constructor(readonly dir: string) {
     mkdirSync(dir, { recursive: true });
-    this.pointerPath = join(dir, 'CURRENT');
-    this.nextPointerPath = join(dir, 'NEXT');
+    this.current = new Pointer(
+      dir,
+      'CURRENT',
+      'restore that file, or write the name of the model to serve into CURRENT; remove CURRENT only to start again from an empty model that replays every topic',
+    );
+    this.next = new Pointer(
+      dir,
+      'NEXT',
+      'remove NEXT to propose nothing, or propose the file again (rebuild)',
+    );
     this.lockPath = join(dir, 'rebuild.lock');
     this.skipsPath = join(dir, skipRecordName);
+  }
+
+  get pointerPath(): string {
+    return this.current.path;
+  }
+
+  get nextPointerPath(): string {
+    return this.next.path;
   }
 
   /**
@@ -71,18 +72,12 @@ export class ModelFiles {
    * one exists). Throws PointerBroken when `CURRENT` names no model file of the directory.
    */
   currentFile(): string | null {
-    return this.readPointer(
-      this.pointerPath,
-      'restore that file, or write the name of the model to serve into CURRENT; remove CURRENT only to start again from an empty model that replays every topic',
-    );
+    return this.current.file();
   }
 
   /** The candidate a rebuild proposed, or null. Throws PointerBroken when `NEXT` names no model file. */
   nextFile(): string | null {
-    return this.readPointer(
-      this.nextPointerPath,
-      'remove NEXT to propose nothing, or propose the file again (rebuild)',
-    );
+    return this.next.file();
   }
 
   /**
@@ -93,26 +88,6 @@ export class ModelFiles {
   checkPointers(): void {
     this.currentFile();
     this.nextFile();
-  }
-
-  private readPointer(path: string, whatToDo: string): string | null {
-    const name = this.pointerName(path);
-    if (name === null) return null;
-    if (!generationPattern.test(name)) {
-      throw new PointerBroken(
-        `${path} holds '${name}', which is not the name of a model file (model-….sqlite): ${whatToDo}.`,
-      );
-    }
-    const file = join(this.dir, name);
-    if (!existsSync(file)) {
-      throw new PointerBroken(`${path} names ${name}, which does not exist in ${this.dir}: ${whatToDo}.`);
-    }
-    return file;
-  }
-
-  /** What a pointer file says, trimmed; null when it does not exist. */
-  private pointerName(path: string): string | null {
-    return existsSync(path) ? readFileSync(path, 'utf8').trim() : null;
   }
 
   /** A fresh path for a generation that is being built. */
@@ -134,24 +109,23 @@ export class ModelFiles {
     const built = buildingFile.slice(0, -buildingSuffix.length);
     const finalFile = options.kept === true ? `${built.slice(0, -'.sqlite'.length)}${keptSuffix}` : built;
     renameSync(buildingFile, finalFile);
-    this.syncDirectory();
+    syncDirectory(this.dir);
     return finalFile;
   }
 
   /** Makes `file` the served generation, atomically. Only the service that switches to it calls this. */
   promote(file: string): void {
-    this.writePointer(this.pointerPath, file);
+    this.current.point(file);
   }
 
   /** Proposes `file` as the next served generation; the service switches once it has caught up. */
   proposeNext(file: string): void {
-    this.writePointer(this.nextPointerPath, file);
+    this.next.point(file);
   }
 
   /** Withdraws the proposal when it still names `file`. */
   clearNext(file: string): void {
-    if (this.pointerName(this.nextPointerPath) === basename(file))
-      rmSync(this.nextPointerPath, { force: true });
+    this.next.clearIf(file);
   }
 
   /**
@@ -178,34 +152,6 @@ export class ModelFiles {
   /** Records an operator's acceptance that a partition's history below an offset is gone; true when added. */
   recordAcceptedLoss(loss: AcceptedLoss): boolean {
     return recordLoss(this.dir, loss);
-  }
-
-  private writePointer(path: string, file: string): void {
-    this.writeDurably(path, `${basename(file)}\n`);
-  }
-
-  /** Replaces a small file atomically: write, fsync, rename, fsync the directory. */
-  private writeDurably(path: string, text: string): void {
-    const tmp = `${path}.tmp`;
-    const fd = openSync(tmp, 'w');
-    try {
-      writeSync(fd, text);
-      fsyncSync(fd);
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, path);
-    this.syncDirectory();
-  }
-
-  /** Makes the directory's renames durable. */
-  private syncDirectory(): void {
-    const dirFd = openSync(this.dir, 'r');
-    try {
-      fsyncSync(dirFd);
-    } finally {
-      closeSync(dirFd);
-    }
   }
 
   /**
