@@ -16,7 +16,7 @@ import type { ApiError } from './api-error.js';
 import { authentication } from './plugins/authenticate.js';
 import { compression, type CompressionSettings } from './plugins/compression.js';
 import { errorHandling, frameworkErrorOptions } from './plugins/error-answers.js';
-import { observability, requestIdOptions } from './plugins/observability.js';
+import { observability, requestIdOptions, requestLogOptions } from './plugins/observability.js';
 import { openApi, openApiRoute } from './plugins/openapi.js';
 import { defaultPositionWaitMs, topicIdsOf } from './position.js';
 import { rateLimiting, type RateLimit } from './plugins/rate-limit.js';
@@ -63,6 +63,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   const app = Fastify({
     loggerInstance: deps.logger,
     ...requestIdOptions,
+    ...requestLogOptions(),
     routerOptions: { maxParamLength: httpLimits.maxParamLength },
     bodyLimit: httpLimits.bodyLimit,
     ...frameworkErrorOptions(authenticated),

@@ -22,7 +22,7 @@ async function api() {
   const lines: string[] = [];
   const app = await buildApp({
     readerOf: () => apiReadsOfOneFile(reader),
-    logger: pino({ level: 'info' }, { write: (line: string) => lines.push(line) }),
+    logger: pino({ level: 'debug' }, { write: (line: string) => lines.push(line) }),
     rateLimit: { max: 5, windowMs: 60_000 },
   });
   const get = async (path: string, headers: Record<string, string> = {}) => {

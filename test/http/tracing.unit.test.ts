@@ -23,7 +23,7 @@ async function tracedApi(env: Record<string, string> = {}) {
   );
   const reader = new ReadModelReader(model.db);
   const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
+  const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
   const config = loadConfig({
     OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_BSP_SCHEDULE_DELAY: '20',

@@ -123,7 +123,7 @@ describe(`the API answered by ${threads} threads (HTTP_WORKERS=${threads})`, () 
     const env = {
       ...serviceEnv({ topics, dataDir, httpPort, adminPort, groupId: 'request-threads' }),
       HTTP_WORKERS: String(threads),
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: 'debug',
       MESSAGE_MAX_BYTES: '1024',
     };
     const service = spawnService(env);

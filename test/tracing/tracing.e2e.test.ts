@@ -87,6 +87,8 @@ describe('tracing of the service as a process', () => {
       OTEL_SERVICE_NAME: 'orders-read-model-e2e',
       // nothing is exported on a schedule during the test: what arrives, the stop flushed
       OTEL_BSP_SCHEDULE_DELAY: '600000',
+      // the request's own lines are at debug
+      LOG_LEVEL: 'debug',
     });
     const answer = await get({ traceparent: `00-${traceId}-${parentId}-01`, 'x-request-id': 'e2e-traced' });
     expect(answer.status).toBe(200);

@@ -1,6 +1,12 @@
-/** Request ids (a caller's `X-Request-Id` kept when sane, else a UUID; echoed on every answer) and request metrics. */
+/** Request ids (a caller's `X-Request-Id` kept when sane, else a UUID; echoed on every answer), request metrics and the request log. */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
+import {
+  LogController,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify';
 import { countRequest } from '../../shared-flags.js';
 import type { RequestMetrics } from '../../request-metrics.js';
 
@@ -15,6 +21,39 @@ export const requestIdOptions: Pick<FastifyServerOptions, 'genReqId'> = {
 export function echoRequestId(request: FastifyRequest, reply: FastifyReply): void {
   void reply.header('x-request-id', request.id);
 }
+
+/** An answer slower than this is logged at `warn` whatever the log level. */
+export const slowRequestMs = 1000;
+
+/**
+ * Fastify's own lines per request, at `debug`: at `info`, the default, they cost more CPU than the
+ * read itself. An error or a 5xx is still logged at `error` and a slow answer at `warn`.
+ */
+class RequestLog extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request');
+  }
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    _request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    const responseTime = reply.elapsedTime;
+    if (error) reply.log.error({ res: reply, err: error, responseTime }, 'request errored');
+    else if (reply.statusCode >= 500) reply.log.error({ res: reply, responseTime }, 'request completed');
+    else if (responseTime > slowRequestMs) reply.log.warn({ res: reply, responseTime }, 'slow request');
+    else reply.log.debug({ res: reply, responseTime }, 'request completed');
+  }
+
+  override routeNotFound(request: FastifyRequest): void {
+    request.log.debug(`Route ${request.method}:${request.url} not found`);
+  }
+}
+
+export const requestLogOptions = (): Pick<FastifyServerOptions, 'logController'> => ({
+  logController: new RequestLog(),
+});
 
 export function observability(
   app: FastifyInstance,

@@ -1,0 +1,100 @@
+/**
+ * The request log: at the default level (`info`) an ordinary answer writes no line; a 5xx and a slow
+ * answer are logged whatever the level; at `debug` every request has its two lines. No line holds the
+ * key.
+ */
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { slowRequestMs } from '../../src/http/plugins/observability.js';
+import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
+import { ReadModelReader, type ApiReads } from '../../src/read-model/reader.js';
+import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { at, orderCreated } from '../helpers/events.js';
+import { memoryReadModel } from '../helpers/read-model.js';
+
+const v1 = '/api/external-api/v1';
+
+async function loggedApi(level: string, reads: (base: ApiReads) => ApiReads = (base) => base) {
+  const model = memoryReadModel();
+  model.apply(
+    issueKeyOf(1),
+    orderCreated({ order_id: 1, organization_id: 1, status: 'finished', created_at: at(10) }),
+  );
+  const base = apiReadsOfOneFile(new ReadModelReader(model.db));
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
+  const app = await buildApp({ readerOf: () => reads(base), logger });
+  const get = async (id: string) =>
+    (
+      await app.inject({
+        method: 'GET',
+        url: `${v1}/orders`,
+        headers: { authorization: `Bearer ${keyOf(1)}`, 'x-request-id': id },
+      })
+    ).statusCode;
+  const ofRequest = (id: string) => lines.filter((line) => line['reqId'] === id);
+  const close = async () => {
+    await app.close();
+    model.db.close();
+  };
+  return { get, lines, ofRequest, close };
+}
+
+describe('the request log', () => {
+  it('writes no line for an ordinary answer at the default level', async () => {
+    const api = await loggedApi('info');
+    expect(await api.get('quiet-1')).toBe(200);
+    await api.close();
+    expect(api.ofRequest('quiet-1')).toEqual([]);
+  });
+
+  it('writes both lines of every request at debug, with the method, route and status', async () => {
+    const api = await loggedApi('debug');
+    expect(await api.get('loud-1')).toBe(200);
+    await api.close();
+    const lines = api.ofRequest('loud-1');
+    expect(lines.map((line) => [line['msg'], line['level']])).toEqual([
+      ['incoming request', 20],
+      ['request completed', 20],
+    ]);
+    expect(lines[0]).toMatchObject({ req: { method: 'GET', url: `${v1}/orders` } });
+    expect(lines[1]).toMatchObject({ res: { statusCode: 200 } });
+  });
+
+  it('logs a 5xx at error at the default level', async () => {
+    const api = await loggedApi('info', (base) => ({
+      ...base,
+      inSnapshot: () => {
+        throw new Error('the model file went away');
+      },
+    }));
+    expect(await api.get('failed-1')).toBe(500);
+    await api.close();
+    const completed = api.ofRequest('failed-1').filter((line) => line['msg'] === 'request completed');
+    expect(completed).toMatchObject([{ level: 50, res: { statusCode: 500 } }]);
+  });
+
+  it(`logs an answer slower than ${slowRequestMs} ms at warn at the default level`, async () => {
+    const api = await loggedApi('info', (base) => ({
+      ...base,
+      inSnapshot: (read, how) => {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, slowRequestMs + 100);
+        return base.inSnapshot(read, how);
+      },
+    }));
+    expect(await api.get('slow-1')).toBe(200);
+    await api.close();
+    const [slow, ...others] = api.ofRequest('slow-1');
+    expect(others).toEqual([]);
+    expect(slow).toMatchObject({ level: 40, msg: 'slow request', res: { statusCode: 200 } });
+    expect(slow?.['responseTime']).toBeGreaterThan(slowRequestMs);
+  });
+
+  it('never writes the key', async () => {
+    const api = await loggedApi('debug');
+    await api.get('secret-1');
+    await api.close();
+    expect(JSON.stringify(api.lines)).not.toContain(keyOf(1));
+  });
+});
