@@ -15,7 +15,7 @@ import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafk
 import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { phase } from './progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
-import type { TopicRole } from '../schemas/events.js';
+import type { TopicRole } from '../schemas/streams.js';
 import { EventPublisher } from '../src/kafka/publisher.js';
 import { demoEvents } from '../tools/demo-data.js';
 import { sha256Hex } from '../src/http/bearer-key.js';

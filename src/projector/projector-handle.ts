@@ -1,5 +1,5 @@
 /** What the lifecycle needs of a running projector, wherever it runs (a worker thread, or in-process in tests). */
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { UnreadableBatch } from '../kafka/port.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 

@@ -1,6 +1,6 @@
 /** Runs a projector in a worker thread and gives the main thread its handle (positions, failure, stop). */
 import { Worker } from 'node:worker_threads';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { ServiceConfig } from '../config.js';
 import { type UnreadableBatch, offsetKey } from '../kafka/port.js';
 import type { ProjectorSpec, RunningProjector } from './projector-handle.js';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
-import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import type { DomainEvent } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { createTopicsWithLeaders } from '../../src/kafka/kafkajs-topics.js';
 import { EventPublisher } from '../../src/kafka/publisher.js';
 import { afterAll, inject } from 'vitest';
