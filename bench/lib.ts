@@ -80,7 +80,7 @@ export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<R
 }
 
 /**
- * The four topics under `prefix` with the data set published into them, its progress shown: the
+ * The contract's topics under `prefix` with the data set published into them, its progress shown: the
  * topics, the messages published and the total the topics' partitions hold.
  */
 export async function publishedDataSet(

@@ -49,7 +49,7 @@ export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; pr
   return { admin, producer };
 }
 
-/** The four topics of the contract, created fresh for one test file. */
+/** The topics of the contract (one per declared stream), created fresh for one test file. */
 export function createContractTopics(admin: Admin, numPartitions = 3): Promise<Record<TopicRole, string>> {
   return createContractTopicSet(admin, uniqueTopicName('t'), numPartitions);
 }

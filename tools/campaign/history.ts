@@ -453,7 +453,7 @@ export class HistoryOps {
     await this.host.publish(this.host.world.newOrders(this.host.random.int(2, 6)));
   }
 
-  /** Messages the four topics hold now. */
+  /** Messages the topics hold now. */
   private async logSize(): Promise<number> {
     const admin = this.host.kafka.admin();
     await admin.connect();
