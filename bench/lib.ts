@@ -15,7 +15,7 @@ import { freePort, startLocalBroker, stopLocalBroker } from '../tools/local-kafk
 import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { phase } from './progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
-import type { TopicRole } from '../schemas/events.js';
+import type { TopicRole } from '../schemas/streams.js';
 import { EventPublisher } from '../src/kafka/publisher.js';
 import { demoEvents } from '../tools/demo-data.js';
 import { sha256Hex } from '../src/http/bearer-key.js';
@@ -80,7 +80,7 @@ export async function createBenchTopics(kafka: Kafka, prefix: string): Promise<R
 }
 
 /**
- * The four topics under `prefix` with the data set published into them, its progress shown: the
+ * The contract's topics under `prefix` with the data set published into them, its progress shown: the
  * topics, the messages published and the total the topics' partitions hold.
  */
 export async function publishedDataSet(

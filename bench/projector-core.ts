@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
-import type { TopicRole } from '../schemas/events.js';
+import { perStream, type TopicRole } from '../schemas/streams.js';
 import { messageKeyOf, topicRoleOf } from '../src/kafka/publisher.js';
 import { decodeBatch } from '../src/projector/decode.js';
 import { demoEvents } from '../tools/demo-data.js';
@@ -19,12 +19,7 @@ import type { RawMessage } from '../src/kafka/port.js';
 const orders = Number(process.argv[2] ?? 100_000);
 const batchSize = Number(process.argv[3] ?? 2000);
 const partitions = 3;
-const topics: Record<TopicRole, string> = {
-  orders: 'o',
-  orderStatus: 's',
-  articles: 'a',
-  apiKeys: 'k',
-};
+const topics: Record<TopicRole, string> = perStream((role) => role);
 const roleOf = new Map(Object.entries(topics).map(([role, topic]) => [topic, role as TopicRole]));
 
 const logs = new Map<string, RawMessage[]>();

@@ -15,7 +15,7 @@ import { appliedMessages } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 import { API_PREFIX } from '../schemas/api.js';
 import { ModelFiles } from '../src/read-model/files.js';
-import type { TopicRole } from '../schemas/events.js';
+import type { TopicRole } from '../schemas/streams.js';
 import {
   benchBroker,
   benchDataOf,

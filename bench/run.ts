@@ -20,7 +20,7 @@ import { API_PREFIX } from '../schemas/api.js';
 import { openReadModel } from '../src/read-model/database.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import { ReadModelReader } from '../src/read-model/reader.js';
-import type { TopicRole } from '../schemas/events.js';
+import type { TopicRole } from '../schemas/streams.js';
 import {
   benchDataOf,
   benchKeyOf,

@@ -1,6 +1,6 @@
 /**
  * Start-up time and idle memory of the service executable: from spawn to `/readyz` 200 on an empty
- * model (four empty topics), then the resident set size after 5 s idle.
+ * model (every declared stream's topic, empty), then the resident set size after 5 s idle.
  *
  *   KAFKA_BROKERS=host:port tsx bench/startup.ts [--cwd DIR] NODE_BINARY ARGS…
  *
@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { Kafka, logLevel } from 'kafkajs';
 import { createTopicsWithLeaders } from '../src/kafka/kafkajs-topics.js';
 import { freePort } from '../tools/local-kafka.js';
+import { contractTopicNames } from '../tools/harness.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
 
 const { values, positionals } = parseArgs({
@@ -39,12 +40,7 @@ const kafka = new Kafka({
 const admin = kafka.admin();
 await admin.connect();
 const stamp = Date.now();
-const topics = {
-  orders: `startup-${stamp}.pr.orders`,
-  orderStatus: `startup-${stamp}.pr.order-status`,
-  articles: `startup-${stamp}.pr.articles`,
-  apiKeys: `startup-${stamp}.pr.api-keys`,
-};
+const topics = contractTopicNames(`startup-${stamp}`);
 await createTopicsWithLeaders(
   admin,
   Object.values(topics).map((topic) => ({ topic, numPartitions: 3 })),

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { API_PREFIX } from '../schemas/api.js';
-import type { TopicRole } from '../schemas/events.js';
+import type { TopicRole } from '../schemas/streams.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import { runLoad, type LoadReport } from '../tools/load.js';
 import { markProjectionVersion1 } from '../tools/model-progress.js';

@@ -1,6 +1,6 @@
 /** The service's configuration, read from environment variables (SCREAMING_CASE) once, in main. */
 import { z } from 'zod';
-import { defaultTopicNames } from './events.js';
+import { streamRoles, streams, type TopicVariable } from './streams.js';
 
 /** The longest delay a Node timer honours: setTimeout and setInterval run a longer one after 1 ms. */
 export const maxTimerMs = 2_147_483_647;
@@ -95,10 +95,8 @@ export function serviceEnvSchema() {
     KAFKA_SESSION_TIMEOUT_MS: timerMs(decimalInteger.pipe(z.number().min(1000))).default(10_000),
     /** codec of what this service publishes (`keys issue`, `keys revoke`, `demo-data`); every codec is read */
     KAFKA_COMPRESSION: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
-    TOPIC_ORDERS: z.string().min(1).default(defaultTopicNames.orders),
-    TOPIC_ORDER_STATUS: z.string().min(1).default(defaultTopicNames.orderStatus),
-    TOPIC_ARTICLES: z.string().min(1).default(defaultTopicNames.articles),
-    TOPIC_API_KEYS: z.string().min(1).default(defaultTopicNames.apiKeys),
+    /** each stream's topic (`streams.ts`): TOPIC_ORDERS, TOPIC_ORDER_STATUS, TOPIC_ARTICLES, TOPIC_API_KEYS */
+    ...topicSchemas(),
     DATA_DIR: z.string().min(1).default('data'),
     HTTP_HOST: z.string().min(1).default('0.0.0.0'),
     HTTP_PORT: port.default(8080),
@@ -175,6 +173,16 @@ export function serviceEnvSchema() {
     OTEL_BSP_MAX_QUEUE_SIZE: otel(positiveInt),
     OTEL_BSP_MAX_EXPORT_BATCH_SIZE: otel(positiveInt),
   });
+}
+
+/** A variable per stream naming its topic, defaulting to the declared name, in declaration order. */
+function topicSchemas(): Record<TopicVariable, z.ZodDefault<z.ZodString>> {
+  return Object.fromEntries(
+    streamRoles.map((role) => [
+      streams[role].variable,
+      z.string().min(1).default(streams[role].defaultTopic),
+    ]),
+  ) as Record<TopicVariable, z.ZodDefault<z.ZodString>>;
 }
 
 export type ServiceEnv = z.infer<ReturnType<typeof serviceEnvSchema>>;

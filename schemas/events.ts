@@ -119,26 +119,6 @@ export const EventEnvelope = z.object({
   data: z.unknown(),
 });
 
-/** What each topic carries. Topic names are configurable; their roles are not. */
-export const topicRoles = {
-  orders: ['order.created', 'order.updated', 'order.deleted'],
-  orderStatus: ['order.status_changed'],
-  articles: ['article.published', 'article.removed'],
-  apiKeys: ['api_key.issued', 'api_key.revoked'],
-} as const satisfies Record<string, readonly EventType[]>;
-
-export type TopicRole = keyof typeof topicRoles;
-
-/** The topics an orders model is built from; the keys topic feeds the keys store alone. */
-export const orderModelRoles = ['orderStatus', 'orders', 'articles'] as const satisfies readonly TopicRole[];
-
-/** The topic role that carries each event type: `topicRoles` read the other way. */
-export const topicRoleOfType: ReadonlyMap<string, TopicRole> = new Map(
-  Object.entries(topicRoles).flatMap(([role, types]) =>
-    types.map((type) => [type, role as TopicRole] as const),
-  ),
-);
-
 /** The `data` schema of each event type, for decoding a payload once its envelope is known to be valid. */
 export const eventDataSchemas = {
   'order.created': OrderCreatedData,
@@ -150,10 +130,3 @@ export const eventDataSchemas = {
   'api_key.issued': ApiKeyIssuedData,
   'api_key.revoked': ApiKeyRevokedData,
 } as const satisfies Record<EventType, z.ZodType>;
-
-export const defaultTopicNames = {
-  orders: 'pr.orders',
-  orderStatus: 'pr.order-status',
-  articles: 'pr.articles',
-  apiKeys: 'pr.api-keys',
-} as const satisfies Record<TopicRole, string>;

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { type ServiceEnv, serviceEnvSchema } from '../schemas/config.js';
-import { defaultTopicNames, type TopicRole } from '../schemas/events.js';
+import { perStream, streamRoles, streams, type TopicRole } from '../schemas/streams.js';
 
 export interface ServiceConfig {
   /** empty when KAFKA_BROKERS is unset: commands that need Kafka refuse to run then */
@@ -81,12 +81,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       sessionTimeoutMs: e.KAFKA_SESSION_TIMEOUT_MS,
       compression: e.KAFKA_COMPRESSION,
     },
-    topics: {
-      orders: e.TOPIC_ORDERS,
-      orderStatus: e.TOPIC_ORDER_STATUS,
-      articles: e.TOPIC_ARTICLES,
-      apiKeys: e.TOPIC_API_KEYS,
-    },
+    topics: perStream((role) => e[streams[role].variable]),
     dataDir: e.DATA_DIR,
     http: {
       host: e.HTTP_HOST,
@@ -176,15 +171,9 @@ function portClashes(e: ServiceEnv): string[] {
 
 /** One topic named for two roles would dead-letter every event of one of them as wrong_topic. */
 function topicClashes(env: NodeJS.ProcessEnv): string[] {
-  const variables = {
-    TOPIC_ORDERS: defaultTopicNames.orders,
-    TOPIC_ORDER_STATUS: defaultTopicNames.orderStatus,
-    TOPIC_ARTICLES: defaultTopicNames.articles,
-    TOPIC_API_KEYS: defaultTopicNames.apiKeys,
-  };
   const byTopic = new Map<string, string[]>();
-  for (const [name, fallback] of Object.entries(variables)) {
-    const topic = env[name] === undefined || env[name] === '' ? fallback : env[name];
+  for (const { variable: name, defaultTopic } of streamRoles.map((role) => streams[role])) {
+    const topic = env[name] === undefined || env[name] === '' ? defaultTopic : env[name];
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), name]);
   }
   return [...byTopic]

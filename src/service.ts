@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { listenApi } from './api-listen.js';
 import type { ServiceConfig } from './config.js';
-import { orderModelRoles } from '../schemas/events.js';
+import { orderModelRoles } from '../schemas/streams.js';
 import { newRequestCounter } from './shared-flags.js';
 import { startProjectorThread } from './projector/projector-thread.js';
 import { startReplayThread } from './projector/replay-thread.js';

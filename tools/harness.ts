@@ -6,7 +6,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Admin } from 'kafkajs';
-import type { TopicRole } from '../schemas/events.js';
+import { perStream, streams, type TopicRole } from '../schemas/streams.js';
 import { createTopicsWithLeaders } from '../src/kafka/kafkajs-topics.js';
 import { creationEntries } from '../src/kafka/retention.js';
 
@@ -105,17 +105,12 @@ export function runServiceCommand(
   });
 }
 
-/** The four topics of the contract under one name prefix. */
-function contractTopicNames(prefix: string): Record<TopicRole, string> {
-  return {
-    orders: `${prefix}.pr.orders`,
-    orderStatus: `${prefix}.pr.order-status`,
-    articles: `${prefix}.pr.articles`,
-    apiKeys: `${prefix}.pr.api-keys`,
-  };
+/** The topics of the contract (every declared stream's default name) under one name prefix. */
+export function contractTopicNames(prefix: string): Record<TopicRole, string> {
+  return perStream((role) => `${prefix}.${streams[role].defaultTopic}`);
 }
 
-/** Creates the four topics of the contract under `prefix` and returns their names. */
+/** Creates the topics of the contract under `prefix` and returns their names. */
 export async function createContractTopicSet(
   admin: Admin,
   prefix: string,

@@ -1,5 +1,5 @@
 /** The environment that runs this service's executable on loopback, for code that starts it (tests, benchmarks). */
-import type { TopicRole } from '../schemas/events.js';
+import { topicVariables, type TopicRole } from '../schemas/streams.js';
 
 export function loopbackServiceEnv(options: {
   brokers: string;
@@ -15,10 +15,7 @@ export function loopbackServiceEnv(options: {
     HOME: process.env['HOME'],
     KAFKA_BROKERS: options.brokers,
     KAFKA_GROUP_ID: options.groupId,
-    TOPIC_ORDERS: options.topics.orders,
-    TOPIC_ORDER_STATUS: options.topics.orderStatus,
-    TOPIC_ARTICLES: options.topics.articles,
-    TOPIC_API_KEYS: options.topics.apiKeys,
+    ...topicVariables(options.topics),
     DATA_DIR: options.dataDir,
     HTTP_HOST: '127.0.0.1',
     HTTP_PORT: String(options.httpPort ?? 0),

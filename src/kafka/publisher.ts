@@ -1,6 +1,7 @@
 /** Publishing events the way the contract says (JSON value, keyed by order id or key id), in order per key. */
 import type { KafkaPort } from './port.js';
-import { topicRoleOfType, type DomainEvent, type TopicRole } from '../../schemas/events.js';
+import { type DomainEvent } from '../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 
 export function topicRoleOf(event: DomainEvent): TopicRole {
   const role = topicRoleOfType.get(event.type);

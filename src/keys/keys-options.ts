@@ -1,5 +1,5 @@
 /** What the keys store is given, and how its consumer is tuned: fetches, restarts, patience. */
-import type { TopicRole } from '../../schemas/events.js';
+import { rolesOfStore, type TopicRole } from '../../schemas/streams.js';
 import type { StartProjector } from '../projector/projector-handle.js';
 import type { Clock } from '../lifecycle/clock.js';
 import type { Backoff } from '../backoff.js';
@@ -26,6 +26,9 @@ export interface KeysStoreOptions {
   batchApplied?: (outcome: BatchOutcome) => void;
   restarted?: (reason: RestartReason) => void;
 }
+
+/** The streams the keys store's consumer reads: those the registry says feed it (`schemas/streams.ts`). */
+export const keysStoreRoles: readonly TopicRole[] = rolesOfStore('keys');
 
 /** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
 export const keysFetchMaxWaitMs = 500;

@@ -37,6 +37,7 @@ import {
   keysFetchMaxWaitMs,
   keysPatienceMs,
   keysStartTimeoutMs,
+  keysStoreRoles,
   type KeysStoreOptions,
 } from './keys-options.js';
 
@@ -102,7 +103,7 @@ export class KeysStore {
           signal,
           file: this.file,
           groupId: groupOfStart(`${this.options.groupId}.keys`, clock.now(), this.starts),
-          roles: ['apiKeys'],
+          roles: keysStoreRoles,
           giveWay: new Int32Array(new SharedArrayBuffer(4)),
           fetchMaxWaitMs: keysFetchMaxWaitMs,
           commits: this.commits,

@@ -1,5 +1,5 @@
 /** What the lifecycle is given, and what it reports as it goes. */
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { StartProjector } from '../projector/projector-handle.js';
 import type { PartitionEnds, UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';

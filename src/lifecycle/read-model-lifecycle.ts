@@ -5,7 +5,7 @@
  * queue. A replica never answers from a model older than one it has already answered from.
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
-import { orderModelRoles } from '../../schemas/events.js';
+import { orderModelRoles } from '../../schemas/streams.js';
 import { keysStoreOf } from '../keys/keys-of-lifecycle.js';
 import type { KeysStore } from '../keys/keys-store.js';
 import type { PartitionEnds } from '../kafka/port.js';

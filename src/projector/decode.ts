@@ -2,14 +2,8 @@
  * The one place where Kafka bytes become a typed event. Everything after it
  * sees a DomainEvent; everything that fails here becomes a dead letter.
  */
-import {
-  EventEnvelope,
-  eventDataSchemas,
-  topicRoleOfType,
-  type DomainEvent,
-  type EventType,
-  type TopicRole,
-} from '../../schemas/events.js';
+import { EventEnvelope, eventDataSchemas, type DomainEvent, type EventType } from '../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 import { z } from 'zod';
 import type { RawMessage } from '../kafka/port.js';
 import type { Decoded, DecodedMessage } from '../read-model/decoded.js';

@@ -1,5 +1,5 @@
 /** What the lifecycle needs of a running projector, wherever it runs (a worker thread, or in-process in tests). */
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { UnreadableBatch } from '../kafka/port.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 
@@ -24,7 +24,7 @@ export interface ProjectorSpec {
   onBatch: (topic: string, partition: number, outcome: BatchOutcome) => void;
   /** a partition stopped at a batch the client cannot read (paused and retried; the others go on) */
   onUnreadable?: (batch: UnreadableBatch) => void;
-  /** the topics it reads, by role (default: an orders model's, `orderModelRoles`) */
+  /** the topics it reads, by role (default: an orders model's, `projectorRoles` in `subscriptions.ts`) */
   roles?: readonly TopicRole[];
   /** a fetch came back from the broker: the consumer is reading (reported where asked for) */
   onFetched?: () => void;

@@ -1,6 +1,6 @@
 /** Runs a projector in a worker thread and gives the main thread its handle (positions, failure, stop). */
 import { Worker } from 'node:worker_threads';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { ServiceConfig } from '../config.js';
 import { type UnreadableBatch, offsetKey } from '../kafka/port.js';
 import type { ProjectorSpec, RunningProjector } from './projector-handle.js';
@@ -17,7 +17,7 @@ export interface ProjectorWorkerData {
   giveWay: Int32Array;
   /** What a rebuild's own thread changes (`rebuild.ts`); a served model's projector has none of it. */
   part?: RebuildPart;
-  /** the topics it reads, by role (default: an orders model's, `orderModelRoles`) */
+  /** the topics it reads, by role (default: an orders model's, `projectorRoles` in `subscriptions.ts`) */
   roles?: readonly TopicRole[];
   commits?: Int32Array;
   /** reports fetches that came back (`fetched`); the broker answers an empty fetch within `maxWaitMs` */

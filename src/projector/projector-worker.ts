@@ -15,11 +15,12 @@ import { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause, PROJECTOR_THREAD_NICE } from './pacing.js';
 import { runProjection } from './projector.js';
-import { orderModelRoles } from '../../schemas/events.js';
+import { feedsKeys, projectorRoles } from './subscriptions.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
 const { file, groupId, config, requests, giveWay, part, roles, fetches, commits } =
   workerData as ProjectorWorkerData;
+const consumed = projectorRoles({ part, roles });
 const port = parentPort;
 if (port === null) throw new Error('projector-worker must run as a worker thread');
 const post = (message: FromProjectorThread): void => port.postMessage(message);
@@ -33,7 +34,7 @@ process.on('warning', (warning) => post({ type: 'warning', name: warning.name, m
 
 // The keys store's thread keeps the process's priority: a revocation waits for no request. Every
 // other one, a rebuild's articles thread included, runs below the requests.
-if (!(roles ?? []).includes('apiKeys')) {
+if (!feedsKeys(consumed)) {
   try {
     const threadId = Number(readlinkSync('/proc/thread-self').split('/').pop());
     setPriority(threadId, PROJECTOR_THREAD_NICE);
@@ -42,11 +43,10 @@ if (!(roles ?? []).includes('apiKeys')) {
   }
 }
 
-const consumed = part?.roles ?? roles ?? orderModelRoles;
 const consumedTopics = new Set(consumed.map((role) => config.topics[role]));
 const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
 // A revocation committed to the keys store survives an OS crash too: the store never moves back.
-if (consumed.includes('apiKeys')) db.pragma('synchronous = FULL');
+if (feedsKeys(consumed)) db.pragma('synchronous = FULL');
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics), undefined, commits);
 const kafka = kafkaPortOf(config, logger);
 const skipsOf = new ModelFiles(config.dataDir);
@@ -84,7 +84,7 @@ const starting: Promise<Consumption> = runProjection({
         },
       }),
   // The keys are never paced: an issue or a revocation waits for nothing.
-  ...(consumed.includes('apiKeys')
+  ...(feedsKeys(consumed)
     ? {}
     : {
         afterBatch: (startedAt: number) => {

@@ -1,10 +1,10 @@
 /**
- * The projection loop: consumes every partition of the four topics through the Kafka port and hands
+ * The projection loop: consumes every partition of its streams' topics (`subscriptions.ts`) through the Kafka port and hands
  * each batch to the writer, which commits its effects and the position after it in one transaction.
  * Every (re)start reads from the positions stored with the model, so the group's own offsets are
  * never trusted.
  */
-import type { TopicRole } from '../../schemas/events.js';
+import { streamRoles, type TopicRole } from '../../schemas/streams.js';
 import { roleOfTopic } from '../config.js';
 import { historyGaps, HistoryMissing, type AcceptedLoss } from '../kafka/history.js';
 import type { Consumption, KafkaPort, PartitionEnds, UnreadableBatch } from '../kafka/port.js';
@@ -12,6 +12,7 @@ import type { Logger } from '../logger.js';
 import { skipOf, type OperatorSkip } from '../read-model/operator-skips.js';
 import type { BatchOutcome, ReadModelWriter } from '../read-model/writer.js';
 import { decodeBatch } from './decode.js';
+import { subscribedTopics } from './subscriptions.js';
 
 /** An applied batch: where it was, what it did, and when (epoch milliseconds, for its span). */
 export interface AppliedBatchFacts {
@@ -29,7 +30,7 @@ export interface ProjectionOptions {
   port: Pick<KafkaPort, 'consume' | 'endOffsets' | 'topicIds'>;
   groupId: string;
   topics: Record<TopicRole, string>;
-  /** the topics to consume, by role (default: all four) */
+  /** the topics to consume, by role (default: every declared stream) */
   roles?: readonly TopicRole[];
   writer: ReadModelWriter;
   logger: Logger;
@@ -57,9 +58,7 @@ export interface ProjectionOptions {
 export async function runProjection(options: ProjectionOptions): Promise<Consumption> {
   const { writer, logger } = options;
   const roleOf = roleOfTopic(options.topics);
-  const topics = (['apiKeys', 'orderStatus', 'orders', 'articles'] as const)
-    .filter((role) => options.roles?.includes(role) ?? true)
-    .map((role) => options.topics[role]);
+  const topics = subscribedTopics(options.topics, options.roles ?? streamRoles);
   const [ends, current] = await Promise.all([options.port.endOffsets(topics), options.port.topicIds(topics)]);
   const stored = (topic: string, partition: number): number | undefined =>
     writer.storedOffset(topic, partition);

@@ -5,7 +5,7 @@
  * one. The directory's rebuild lock is held throughout, so two rebuilds never run at once. How far
  * it has come is reckoned in `rebuild-progress.ts`.
  */
-import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
+import { orderModelRoles, type TopicRole } from '../../schemas/streams.js';
 import { joinPartSql } from '../../projections/orders/sql.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
 import type { Consumption, KafkaPort } from '../kafka/port.js';

@@ -19,7 +19,8 @@ import {
   type OrderRow,
 } from '../../projections/orders/rows.js';
 import { manyRowsSql, updateOrderSql, writeSql } from '../../projections/orders/sql.js';
-import type { EventType, TopicRole } from '../../schemas/events.js';
+import type { EventType } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { DeadLetterReason, DecodedMessage } from './decoded.js';
 import { offsetKey, splitOffsetKey } from '../kafka/port.js';
 import type { ReadModelDatabase } from './database.js';

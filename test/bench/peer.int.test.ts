@@ -32,7 +32,8 @@ import {
 import { peerAppliedMessages, startPeerProcess } from '../../bench/peers/postgres/process.js';
 import { peerDesigns } from '../../bench/peers/postgres/schema.js';
 import { servingSettings, startPeerPostgres } from '../../bench/peers/postgres/server.js';
-import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import type { DomainEvent } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { appliedMessages, topicEndOffsets } from '../../tools/model-progress.js';
 

@@ -8,6 +8,7 @@ import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
+import { topicVariables } from '../../schemas/streams.js';
 
 describe('dead-letters', () => {
   it('lists and counts the dead letters of the orders model and of the keys store together', () => {
@@ -25,10 +26,7 @@ describe('dead-letters', () => {
     const ctx = {
       config: loadConfig({
         DATA_DIR: dataDir,
-        TOPIC_ORDERS: testTopics.orders,
-        TOPIC_ORDER_STATUS: testTopics.orderStatus,
-        TOPIC_ARTICLES: testTopics.articles,
-        TOPIC_API_KEYS: testTopics.apiKeys,
+        ...topicVariables(testTopics),
       }),
       logger: pino({ level: 'silent' }),
       print: (line: string) => printed.push(line),

@@ -18,6 +18,7 @@ import { markProjectionVersion1 } from '../../tools/model-progress.js';
 import { descriptorsOn } from '../helpers/open-files.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
+import { topicVariables } from '../../schemas/streams.js';
 
 const orders = testTopics.orders;
 const input = (over: Partial<OperatorSkip> = {}): Omit<OperatorSkip, 'at'> => ({
@@ -41,10 +42,7 @@ describe('skip-batch', () => {
       files: new ModelFiles(dataDir),
       config: loadConfig({
         DATA_DIR: dataDir,
-        TOPIC_ORDERS: testTopics.orders,
-        TOPIC_ORDER_STATUS: testTopics.orderStatus,
-        TOPIC_ARTICLES: testTopics.articles,
-        TOPIC_API_KEYS: testTopics.apiKeys,
+        ...topicVariables(testTopics),
       }),
       logger: pino({ level: 'silent' }),
       print: () => undefined,

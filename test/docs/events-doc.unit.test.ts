@@ -9,13 +9,8 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { listedStatusOf } from '../../projections/orders/status.js';
-import {
-  defaultTopicNames,
-  EventEnvelope,
-  eventDataSchemas,
-  topicRoles,
-  type EventType,
-} from '../../schemas/events.js';
+import { EventEnvelope, eventDataSchemas, type EventType } from '../../schemas/events.js';
+import { defaultTopicNames, topicRoles } from '../../schemas/streams.js';
 import { projectRoot } from '../../tools/harness.js';
 import { tableCells } from '../../tools/text-sizes.js';
 

@@ -1,4 +1,4 @@
-import { topicRoleOfType, type TopicRole } from '../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 import { at } from './events.js';
 
 const envelope = (i: number, type: string, data: unknown): Buffer =>

@@ -1,7 +1,8 @@
 /** Projectors run in the test's own thread over a Kafka port: the lifecycle's `StartProjector` for fast tests. */
-import { orderModelRoles, type TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
+import { projectorRoles } from '../../src/projector/subscriptions.js';
 import { type KafkaPort, offsetKey } from '../../src/kafka/port.js';
 import type { RunningProjector, StartProjector } from '../../src/projector/projector-handle.js';
 import type { Logger } from '../../src/logger.js';
@@ -20,7 +21,7 @@ export function inProcessProjectors(
   return async (spec): Promise<RunningProjector> => {
     const db = openReadModel(spec.file);
     const writer = new ReadModelWriter(db, roleOfTopic(topics), undefined, spec.commits);
-    const roles = spec.roles ?? orderModelRoles;
+    const roles = projectorRoles(spec);
     const read = new Set(roles.map((role) => topics[role]));
     const positions = new Map(
       writer

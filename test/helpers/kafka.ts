@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Partitioners, type Admin, type Producer } from 'kafkajs';
-import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import type { DomainEvent } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { createTopicsWithLeaders } from '../../src/kafka/kafkajs-topics.js';
 import { EventPublisher } from '../../src/kafka/publisher.js';
 import { afterAll, inject } from 'vitest';
@@ -48,7 +49,7 @@ export async function connectedClients(kafka: Kafka): Promise<{ admin: Admin; pr
   return { admin, producer };
 }
 
-/** The four topics of the contract, created fresh for one test file. */
+/** The topics of the contract (one per declared stream), created fresh for one test file. */
 export function createContractTopics(admin: Admin, numPartitions = 3): Promise<Record<TopicRole, string>> {
   return createContractTopicSet(admin, uniqueTopicName('t'), numPartitions);
 }

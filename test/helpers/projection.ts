@@ -5,7 +5,7 @@
  */
 import { pino } from 'pino';
 import { inject } from 'vitest';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';

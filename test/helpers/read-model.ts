@@ -13,7 +13,7 @@ import {
 } from '../../projections/orders/digests.js';
 import { DAY_MS } from '../../projections/orders/listing.js';
 import type { ArticleRow, OrderRow } from '../../projections/orders/rows.js';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';

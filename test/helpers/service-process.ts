@@ -1,7 +1,7 @@
 /** The whole service (`src/main.ts`, what `npm start` runs) as a child process. */
 import type { ChildProcess } from 'node:child_process';
 import { afterAll, expect, inject } from 'vitest';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { spawnServiceCommand } from '../../tools/harness.js';
 import { loopbackServiceEnv } from '../../tools/service-env.js';
 import { processWarningLines } from './no-process-warnings.js';

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, inject, it } from 'vitest';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { messageKeyOf, topicRoleOf } from '../../src/kafka/publisher.js';
 import { rebuildModel } from '../../src/projector/rebuild.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';

@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { EventEnvelope, eventDataSchemas, topicRoleOfType, type TopicRole } from '../../schemas/events.js';
+import { EventEnvelope, eventDataSchemas } from '../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 import { compiledEventSchemas, decodeEventWith } from '../../src/projector/decode.js';
 import { historyArbitrary } from '../helpers/histories.js';
 

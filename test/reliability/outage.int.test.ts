@@ -27,7 +27,7 @@ import { runLoad } from '../../tools/load.js';
 import { dumpDataDir, dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 import { serviceEnv, spawnService, type ServiceProcess } from '../helpers/service-process.js';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 
 const outageMs = Number(process.env['OUTAGE_MS'] ?? 10_000);
 

@@ -24,6 +24,7 @@ import {
   type TopicMessages,
 } from 'kafkajs';
 import type { DomainEvent } from '../../schemas/events.js';
+import { rolesOfStore, streamRoles, type TopicRole } from '../../schemas/streams.js';
 import { messageKeyOf, topicRoleOf } from '../../src/kafka/publisher.js';
 import { codecNames, type CodecName } from '../../src/kafka/codecs.js';
 import { compressionOf } from '../../src/kafka/kafkajs-adapter.js';
@@ -532,7 +533,7 @@ class Campaign {
       case 'hostileBatch': {
         // A few KB of zstd inflating to 24 MB (beyond the default bound): each replica reports the
         // partition, and the operator moves every replica past it with skip-batch.
-        const role = random.pick(['orders', 'orderStatus', 'articles', 'apiKeys'] as const);
+        const role = random.pick(streamRoles);
         const partition = random.int(0, 2);
         const topic = this.topics[role];
         const line = `x\t{"padding":"${' '.repeat(24 * 1024 * 1024)}"}`;
@@ -622,10 +623,8 @@ class Campaign {
    * after them must move past every batch (its skip recorded), not wait at one.
    */
   private async concurrentSkips(): Promise<string> {
-    const roles = (['orders', 'orderStatus', 'articles', 'apiKeys'] as const).filter(() =>
-      this.targeted.chance(0.5),
-    );
-    const chosen = roles.length >= 2 ? roles.slice(0, 2) : (['orderStatus', 'articles'] as const);
+    const roles = streamRoles.filter(() => this.targeted.chance(0.5));
+    const chosen: readonly TopicRole[] = roles.length >= 2 ? roles.slice(0, 2) : ['orderStatus', 'articles'];
     const batches = await Promise.all(
       chosen.flatMap((role) => [0, 1, 2].map((p) => this.unreadableBatch(role, p, false))),
     );
@@ -1045,7 +1044,7 @@ class Campaign {
    * hundreds of MB.
    */
   private async lz4InflatingBatch(): Promise<string> {
-    const role = this.targeted.pick(['orders', 'orderStatus', 'articles'] as const);
+    const role = this.targeted.pick(rolesOfStore('orders'));
     const partition = this.targeted.int(0, 2);
     const topic = this.topics[role];
     const offsetOfBatch = await this.endOffset(topic, partition);

@@ -5,7 +5,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { runServiceCommand, spawnServiceCommand } from '../harness.js';
 import {
   freePort,

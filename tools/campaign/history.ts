@@ -19,7 +19,7 @@ import { existsSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Kafka } from 'kafkajs';
-import type { TopicRole } from '../../schemas/events.js';
+import type { TopicRole } from '../../schemas/streams.js';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { keysFile } from '../../src/keys/keys-files.js';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -453,7 +453,7 @@ export class HistoryOps {
     await this.host.publish(this.host.world.newOrders(this.host.random.int(2, 6)));
   }
 
-  /** Messages the four topics hold now. */
+  /** Messages the topics hold now. */
   private async logSize(): Promise<number> {
     const admin = this.host.kafka.admin();
     await admin.connect();

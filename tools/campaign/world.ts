@@ -6,7 +6,8 @@
  * Every title names the tick of the fact that set it (`Order 12 rev 340`): the title a model shows
  * is the one of its latest applied title fact, so that tick can only grow as a model applies more.
  */
-import type { DomainEvent, TopicRole } from '../../schemas/events.js';
+import type { DomainEvent } from '../../schemas/events.js';
+import { streamRoles, type TopicRole } from '../../schemas/streams.js';
 import { sha256 } from './oracle.js';
 import type { Random } from './random.js';
 
@@ -120,7 +121,7 @@ export class World {
     this.sent.push(...events);
     const poison: Poison[] = [];
     if (withPoison) {
-      const role = this.random.pick<TopicRole>(['orders', 'orderStatus', 'articles', 'apiKeys']);
+      const role = this.random.pick<TopicRole>(streamRoles);
       poison.push({
         role,
         key: String(this.random.int(1, 999)),

@@ -14,7 +14,7 @@
 import { availableParallelism } from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
-import type { TopicRole } from '../../../schemas/events.js';
+import { perStream, streams, type TopicRole } from '../../../schemas/streams.js';
 import { buildPeerApp, KeyCache } from './api.js';
 import { startPeerProjector } from './projector.js';
 import { peerDesigns, peerSchemaSql, type PeerDesign } from './schema.js';
@@ -28,12 +28,7 @@ function env(name: string): string {
   return value;
 }
 
-const topics: Record<TopicRole, string> = {
-  orders: env('TOPIC_ORDERS'),
-  orderStatus: env('TOPIC_ORDER_STATUS'),
-  articles: env('TOPIC_ARTICLES'),
-  apiKeys: env('TOPIC_API_KEYS'),
-};
+const topics: Record<TopicRole, string> = perStream((role) => env(streams[role].variable));
 const partitionsConcurrently = Number(process.env['PEER_PARTITIONS_CONCURRENTLY'] ?? 3);
 const design = (process.env['PEER_DESIGN'] ?? 'naive') as PeerDesign;
 if (!peerDesigns.includes(design)) throw new Error(`PEER_DESIGN must be one of ${peerDesigns.join(', ')}`);

@@ -1,7 +1,7 @@
 /** The peer's process, started and watched from outside (the benchmark, its test). */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { TopicRole } from '../../../schemas/events.js';
+import { topicVariables, type TopicRole } from '../../../schemas/streams.js';
 import { projectRoot, waitUntil } from '../../../tools/harness.js';
 import { freePort } from '../../../tools/local-kafka.js';
 import type { PeerDesign } from './schema.js';
@@ -60,10 +60,7 @@ export async function startPeerProcess(options: {
           : options.postgres.socketUrl(options.database),
       PEER_DESIGN: design,
       KAFKA_BROKERS: options.brokers,
-      TOPIC_ORDERS: options.topics.orders,
-      TOPIC_ORDER_STATUS: options.topics.orderStatus,
-      TOPIC_ARTICLES: options.topics.articles,
-      TOPIC_API_KEYS: options.topics.apiKeys,
+      ...topicVariables(options.topics),
       PEER_GROUP_ID: options.groupId,
       PEER_HTTP_PORT: String(port),
       PEER_PARTITIONS_CONCURRENTLY: String(options.partitionsConcurrently ?? 3),

@@ -8,7 +8,8 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { Pool, PoolClient } from 'pg';
 import { z } from 'zod';
-import { DomainEvent, topicRoleOfType, type TopicRole } from '../../../schemas/events.js';
+import { DomainEvent } from '../../../schemas/events.js';
+import { topicRoleOfType, type TopicRole } from '../../../schemas/streams.js';
 import type { PeerDesign } from './schema.js';
 
 /** A fact's place in "last writer wins": occurred_at to the nanosecond, removals first on ties, event id. */

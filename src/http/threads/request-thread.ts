@@ -5,7 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { createLogger } from '../../logger.js';
-import { orderModelRoles } from '../../../schemas/events.js';
+import { orderModelRoles } from '../../../schemas/streams.js';
 import { RequestMetrics } from '../../request-metrics.js';
 import { startTracing } from '../../tracing/tracing.js';
 import { buildApp } from '../app.js';
