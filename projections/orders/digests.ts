@@ -5,14 +5,17 @@
  * changes came in, and two models holding the same rows hold the same digests: across replicas,
  * restarts and rebuilds. Ids are unique within a set, so no row cancels another.
  *
- * - per organization (`org_digests`): every order GET /orders lists for it (id, status, created_at to
- *   the nanosecond, distribution date, title): what a page and its total are read from;
+ * - per organization (`org_digests`): every order GET /orders lists for it (its tagged fields, and
+ *   created_at to the nanosecond): what a page and its total are read from;
  * - per order (`order_digests`): the order's visibility and title, and each of its published
- *   articles (id, URL, domain, publication time): what GET /orders/{id}/articles shows.
+ *   articles (their tagged fields): what GET /orders/{id}/articles shows.
+ *
+ * What each hashes follows the answers' declaration (`answers.ts`): a shown field is in the tag.
  *
  * A digest is a 53-bit integer (a safe JavaScript integer, an SQLite INTEGER), so a change leaves a
  * digest unchanged by chance with probability 2^-53.
  */
+import { alsoTagged, articleFields, articleListOrderFields, orderFields, taggedColumns } from './answers.js';
 import type { ArticleRow, OrderRow } from './rows.js';
 
 /** A digest as its two halves: `hi` holds the top 21 bits, `lo` the low 32. */
@@ -65,30 +68,81 @@ export const digestOf = (value: number): Digest => ({
 /** Strings of free text are written with their length, so no two rows spell the same text. */
 const text = (value: string | null): string => (value === null ? '-' : `${value.length}:${value}`);
 
+/** What a digest reads of a row: a column's value. */
+type Stored = string | number | null;
+
+/**
+ * Where each column goes in a digest's hashed text. This is part of the file's format (the digests
+ * are stored): changing a digest's text, a column added or moved, needs a `PROJECTION_VERSION` bump.
+ * Which columns are hashed is not decided here but by the answers (`answers.ts`): those of the fields
+ * declared `tagged`, and `alsoTagged`; a tagged column missing from its layout fails at load.
+ */
+const layouts = {
+  order: ['order_id', 'listed_status', 'created_at_ms', 'created_at_sub', 'distribution_ms', 'title'],
+  articleListOrder: ['order_id', 'org_id', 'title'],
+  article: ['article_id', 'published_at_ms', 'article_url', 'website_domain'],
+} as const;
+
+/** The hashed text of a row: `prefix`, then each tagged column in layout order, `|`-separated. */
+function digestText<Row>(
+  prefix: string,
+  fields: Parameters<typeof taggedColumns>[0],
+  also: readonly string[],
+  layout: readonly (keyof Row & string)[],
+): (row: Row) => string {
+  const tagged = taggedColumns(fields);
+  for (const column of also) if (!tagged.has(column)) tagged.set(column, { text: false });
+  const missing = [...tagged.keys()].filter((column) => !layout.includes(column as keyof Row & string));
+  if (missing.length > 0) {
+    throw new Error(
+      `digest "${prefix}": tagged columns without a place in its layout: ${missing.join(', ')}`,
+    );
+  }
+  const parts = layout.flatMap((column) => {
+    const spec = tagged.get(column);
+    return spec === undefined ? [] : [{ column, text: spec.text }];
+  });
+  return (row) => {
+    let hashed = prefix;
+    for (const { column, text: free } of parts) {
+      const value = row[column] as Stored;
+      hashed += `|${free ? text(value as string | null) : String(value)}`;
+    }
+    return hashed;
+  };
+}
+
+/** What GET /orders shows of an order (`orderFields`), as hashed. */
+export const listedOrderText = digestText<OrderRow>('o', orderFields, alsoTagged.order, layouts.order);
+/** What GET /orders/{id}/articles shows of the order itself (`articleListOrderFields`), as hashed. */
+export const articleListOrderText = digestText<OrderRow>(
+  't',
+  articleListOrderFields,
+  alsoTagged.articleListOrder,
+  layouts.articleListOrder,
+);
+/** What GET /orders/{id}/articles shows of an article (`articleFields`), as hashed. */
+export const publishedArticleText = digestText<ArticleRow>(
+  'a',
+  articleFields,
+  alsoTagged.article,
+  layouts.article,
+);
+
 /** What GET /orders shows of an order, and where: null when it is listed nowhere. */
 export function listedOrderHash(row: OrderRow | undefined): { orgId: number; hash: Digest } | null {
   if (row?.listed_status == null || row.org_id === null) return null;
-  return {
-    orgId: row.org_id,
-    hash: hash53(
-      `o|${row.order_id}|${row.listed_status}|${row.created_at_ms}|${row.created_at_sub}|${row.distribution_ms}|${text(row.title)}`,
-    ),
-  };
+  return { orgId: row.org_id, hash: hash53(listedOrderText(row)) };
 }
 
 /** What GET /orders/{id}/articles shows of the order itself: null when the order is not listed. */
 export function articleListOrderHash(row: OrderRow | undefined): Digest | null {
   if (row?.listed_status == null || row.org_id === null) return null;
-  return hash53(`t|${row.order_id}|${row.org_id}|${text(row.title)}`);
+  return hash53(articleListOrderText(row));
 }
 
 /** What GET /orders/{id}/articles shows of an article, and of which order: null when removed. */
 export function publishedArticleHash(row: ArticleRow | undefined): { orderId: number; hash: Digest } | null {
   if (row === undefined || row.removed === 1) return null;
-  return {
-    orderId: row.order_id,
-    hash: hash53(
-      `a|${row.article_id}|${row.published_at_ms}|${text(row.article_url)}|${text(row.website_domain)}`,
-    ),
-  };
+  return { orderId: row.order_id, hash: hash53(publishedArticleText(row)) };
 }

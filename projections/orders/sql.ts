@@ -2,6 +2,7 @@
  * The SQL that writes and reads the read model's tables. src/ prepares and
  * executes these; it writes no SQL of its own against these tables.
  */
+import { answerColumns, articleFields, articleListOrderFields, orderFields } from './answers.js';
 import { DAY_MS } from './listing.js';
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
@@ -134,7 +135,13 @@ export const joinPartSql = [
   ),
 ] as const;
 
-const orderListColumns = `order_id AS id, title, listed_status, distribution_ms, created_at_ms`;
+/** What a page of orders reads, one column per row position (`answerColumns`: the reader maps them). */
+const orderListColumns = answerColumns(orderFields).join(', ');
+/** The order's columns and then its articles' (`articlesOfOrder`). */
+const articleListColumns = [
+  ...answerColumns(articleListOrderFields).map((column) => `o.${column}`),
+  ...answerColumns(articleFields).map((column) => `a.${column}`),
+].join(', ');
 const newestFirst = `ORDER BY created_at_ms DESC, created_at_sub DESC, order_id DESC LIMIT @limit OFFSET @offset`;
 
 export const readSql = {
@@ -159,11 +166,11 @@ export const readSql = {
   countOrdersByStatus: `SELECT coalesce(sum(orders), 0) AS total FROM org_order_counts
     WHERE org_id = @orgId AND listed_status = @status`,
   /**
-   * The order's title (when it is listed and belongs to the organization) with its articles, one row
-   * per article or a single row with NULL article columns; no row when the order is not accessible.
+   * The order's fields (when it is listed and belongs to the organization) with its articles', one
+   * row per article or a single row with NULL article columns; no row when the order is not accessible.
    * Scoped by organization through the order, so the query can never return another organization's articles.
    */
-  articlesOfOrder: `SELECT o.title, a.article_id AS id, a.article_url, a.website_domain, a.published_at_ms
+  articlesOfOrder: `SELECT ${articleListColumns}
     FROM orders o LEFT JOIN articles a ON a.order_id = o.order_id AND a.removed = 0
     WHERE o.order_id = @orderId AND o.org_id = @orgId AND o.listed_status IS NOT NULL
     ORDER BY a.published_at_ms DESC, a.article_id DESC`,

@@ -3,7 +3,7 @@
  * endpoint (`routes/`). `buildApp` does not listen: `service.ts` does, tests answer through
  * `app.inject`.
  */
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { API_PREFIX } from '../../schemas/api.js';
@@ -12,7 +12,7 @@ import type { RequestMetrics } from '../request-metrics.js';
 import type { ApiReads } from '../read-model/reader.js';
 import type { Tracing } from '../tracing/spans.js';
 import { authenticate } from './bearer-key.js';
-import type { ApiError } from './api-error.js';
+import type { Authenticated } from './caller.js';
 import { authentication } from './plugins/authenticate.js';
 import { compression, type CompressionSettings } from './plugins/compression.js';
 import { errorHandling, frameworkErrorOptions } from './plugins/error-answers.js';
@@ -58,7 +58,7 @@ export const httpLimits = {
 
 export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}): Promise<FastifyInstance> {
   /** The caller's organization, or the 401 to answer: authentication comes before any 404 or 422. */
-  const authenticated = (request: FastifyRequest): { orgId: number; keySha256: string } | ApiError =>
+  const authenticated: Authenticated = (request) =>
     authenticate(request.headers.authorization, (hash) => deps.readerOf().orgOfKeyHash(hash));
   const app = Fastify({
     loggerInstance: deps.logger,

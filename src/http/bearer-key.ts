@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { unauthorized, type ApiError } from './api-error.js';
+import type { Caller } from './caller.js';
 
 const maxKeyLength = 512;
 
@@ -9,13 +10,13 @@ export function sha256Hex(value: string): string {
 }
 
 /**
- * The organization a request acts for, from `Authorization: Bearer <key>`.
+ * The caller of a request, from `Authorization: Bearer <key>`.
  * The raw key is hashed here and goes no further.
  */
 export function authenticate(
   header: string | string[] | undefined,
   orgOfKeyHash: (keySha256: string) => number | null,
-): { orgId: number; keySha256: string } | ApiError {
+): Caller | ApiError {
   if (header === undefined || header === '') {
     return unauthorized('Missing Authorization header; send `Authorization: Bearer <API_KEY>`.');
   }

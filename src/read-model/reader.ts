@@ -6,9 +6,8 @@ import {
   type OrdersOfDay,
   type PageStart,
 } from '../../projections/orders/paging.js';
-import type { ListedStatus } from '../../projections/orders/status.js';
 import type { Article, Order } from '../../schemas/api.js';
-import { formatApiTimestamp } from './api-timestamps.js';
+import { articleListOrderOfRow, articleListOrderWidth, articleOfRow, orderOfRow } from './answer-rows.js';
 import type { ReadModelDatabase } from './database.js';
 import { SnapshotCache, type CacheOptions } from './reader-caches.js';
 import {
@@ -17,22 +16,30 @@ import {
   type DigestStatement,
   type ReadStatements,
 } from './reader-statements.js';
+import {
+  positionKey,
+  type ModelPosition,
+  type ModelSnapshot,
+  type OrderPageQuery,
+  type SnapshotOptions,
+} from './model-reads.js';
 
-/** `listOrders*` rows in raw mode: [id, title, listed_status, distribution_ms, created_at_ms] */
-type OrderListRow = [number, string, ListedStatus, number | null, number];
+export {
+  positionKey,
+  type ApiReads,
+  type ModelPosition,
+  type ModelReads,
+  type ModelSnapshot,
+  type OrderPageQuery,
+  type SnapshotOptions,
+} from './model-reads.js';
 
 /**
- * `articlesOfOrder` rows in raw mode: [title, article id, url, domain, published_at_ms], one per
- * article; one row with NULL article columns when the order has none.
+ * Rows in raw mode, their columns in the order the answers declare (`answer-rows.ts` maps them).
+ * `articlesOfOrder` gives the order's own columns, then one article's: one row per article, or one
+ * row with NULL article columns when the order has none.
  */
-type OrderArticleRow = [string, number, string, string, number] | [string, null, null, null, null];
-
-export interface OrderPageQuery {
-  orgId: number;
-  status: ListedStatus | null;
-  limit: number;
-  offset: number;
-}
+type RawRow = readonly unknown[];
 
 export interface ReaderOptions extends CacheOptions {
   /**
@@ -40,47 +47,6 @@ export interface ReaderOptions extends CacheOptions {
    * of stepping over every newer order; below it stepping the index is cheaper.
    */
   deepOffsetFrom?: number;
-}
-
-/**
- * What a model has read of its topics: the next offset of every partition, keyed by
- * `positionKey(topic, partition)`. Stored in the same transaction as the effects, so an answer read
- * in one snapshot with it shows exactly the events before it.
- */
-export type ModelPosition = ReadonlyMap<string, number>;
-
-export const positionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
-
-/** What one request reads, in one snapshot of the file (`ReadModelReader.inSnapshot`). */
-export interface ModelSnapshot {
-  /**
-   * What a conditional GET /orders compares: a digest of every order the organization lists, equal
-   * in every file holding the same orders (`projections/orders/digests.ts`).
-   */
-  orgDigest(orgId: number): string;
-  /** The same for one order's articles. */
-  orderDigest(orderId: number): string;
-  orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
-  articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
-  /** The position of the snapshot; the same object while the file has not changed. */
-  position(): ModelPosition;
-}
-
-/** What the HTTP API asks of the read model. */
-export type ModelReads = Pick<ReadModelReader, 'inSnapshot' | 'orderPage' | 'articlesOfOrder'>;
-
-/** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */
-export type ApiReads = ModelReads & { orgOfKeyHash(keySha256: string): number | null };
-
-/** How `ReadModelReader.inSnapshot` may answer. */
-export interface SnapshotOptions {
-  /** forget what is remembered first (a presented position the remembered one has not reached) */
-  fresh?: boolean;
-  /**
-   * false: go to the file at once (default true: what is remembered alone is tried first). An
-   * answer that reads a page cannot be given from memory; only a conditional request may be.
-   */
-  remembered?: boolean;
 }
 
 /**
@@ -219,9 +185,9 @@ export class ReadModelReader implements ModelSnapshot {
     const all = query.status === null;
     const { total } = (all ? s.countOrders : s.countOrdersByStatus).get(query) as { total: number };
     const list = all ? s.listOrders : s.listOrdersByStatus;
-    let rows: OrderListRow[] = [];
+    let rows: RawRow[] = [];
     if (query.offset < this.deepOffsetFrom || this.reads.perDay === null) {
-      rows = list.all(query) as OrderListRow[];
+      rows = list.all(query) as RawRow[];
     } else if (query.offset < total) {
       const start = this.dayOfOffset(query);
       rows = (
@@ -232,18 +198,9 @@ export class ReadModelReader implements ModelSnapshot {
               day: start.day,
               offset: query.offset - start.newer,
             })
-      ) as OrderListRow[];
+      ) as RawRow[];
     }
-    return {
-      total,
-      orders: rows.map(([id, title, status, distributionMs, createdAtMs]) => ({
-        id,
-        press_release_title: title,
-        order_status: status,
-        distribution_date_utc: formatApiTimestamp(distributionMs ?? createdAtMs),
-        created_at: formatApiTimestamp(createdAtMs),
-      })),
-    };
+    return { total, orders: rows.map(orderOfRow) };
   }
 
   /**
@@ -261,22 +218,12 @@ export class ReadModelReader implements ModelSnapshot {
   /** The order's title and articles, or null when the order is not listed for this organization. */
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null {
     // One statement, in a transaction that follows the file's version (see `inSnapshot`).
-    const rows = this.fromFile(
-      () => this.reads.queries.articlesOfOrder.all({ orgId, orderId }) as OrderArticleRow[],
-    );
+    const rows = this.fromFile(() => this.reads.queries.articlesOfOrder.all({ orgId, orderId }) as RawRow[]);
     const first = rows[0];
     if (first === undefined) return null;
-    if (first[1] === null) return { title: first[0], articles: [] };
-    // The LEFT JOIN found articles, so every row has one.
-    const articleRows = rows as Extract<OrderArticleRow, [string, number, ...unknown[]]>[];
-    return {
-      title: first[0],
-      articles: articleRows.map(([, id, url, domain, publishedAtMs]) => ({
-        id,
-        article_url: url,
-        published_at: formatApiTimestamp(publishedAtMs),
-        website_domain: domain,
-      })),
-    };
+    const title = articleListOrderOfRow(first).press_release_title;
+    // The LEFT JOIN found no article when the first article column is NULL; else every row has one.
+    if (first[articleListOrderWidth] === null) return { title, articles: [] };
+    return { title, articles: rows.map(articleOfRow) };
   }
 }

@@ -4,8 +4,9 @@
  * (401 first without a valid key) and unexpected failures (500, logged, no internals).
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyError, FastifyInstance, FastifyRequest, FastifyServerOptions } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyServerOptions } from 'fastify';
 import { ApiError, orderNotFound, sendError, statusError } from '../api-error.js';
+import type { Authenticated } from '../caller.js';
 import { echoRequestId } from './observability.js';
 
 declare module 'fastify' {
@@ -14,9 +15,6 @@ declare module 'fastify' {
     queryErrors?: Record<string, ApiError>;
   }
 }
-
-/** The caller's organization and key hash, or the 401 to answer. */
-export type Authenticated = (request: FastifyRequest) => { orgId: number; keySha256: string } | ApiError;
 
 const clientErrorMessages: Record<number, string> = {
   431: 'Request headers (including the URL) exceed 16 KiB.',

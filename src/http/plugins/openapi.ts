@@ -4,151 +4,49 @@ import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { API_PREFIX } from '../../../schemas/api.js';
 import { sendJsonText } from '../serializer.js';
+import {
+  compressionHeaders,
+  ifNoneMatch,
+  positionHeaders,
+  rateLimitHeaders,
+  readPosition,
+  requestId,
+  requestIdHeader,
+  retryAfter,
+  retryPosition,
+  validatorHeaders,
+  varyHeader,
+  wwwAuthenticate,
+  type HeaderObject,
+} from './openapi-headers.js';
 
-interface HeaderObject {
-  description: string;
-  schema: { type: 'string'; const?: string; enum?: string[] };
+export type { HeaderObject };
+
+/**
+ * What a route declares of itself where it is registered (`config.openApi`): its `operationId`
+ * (client generators name their methods after it) and the headers of its 200 beyond those every
+ * secured, conditional route sends (validators, position, compression, rate limits, request id).
+ */
+export interface RouteDocument {
+  operationId: string;
+  okHeaders: () => Record<string, HeaderObject>;
 }
 
-/** The validators both endpoints send, on 200 and on 304 (`conditional.ts`); new objects per use. */
-const validatorHeaders = (): Record<string, HeaderObject> => ({
-  ETag: {
-    description:
-      'Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`.',
-    schema: { type: 'string' },
-  },
-  'Cache-Control': {
-    description: 'The answer may be kept by the caller only, and revalidated before each use.',
-    schema: { type: 'string', const: 'private, no-cache' },
-  },
-});
-
-/** What compression (`compression.ts`) sets: `Vary` on every 200 and 304, `Content-Encoding` when it compressed. */
-const varyHeader = (): Record<string, HeaderObject> => ({
-  Vary: {
-    description:
-      'The answer depends on `Accept-Encoding` (compressed or not), so that a shared cache keeps one copy per encoding.',
-    schema: { type: 'string', const: 'accept-encoding' },
-  },
-});
-
-const compressionHeaders = (): Record<string, HeaderObject> => ({
-  'Content-Encoding': {
-    description:
-      'Present when the answer is compressed: an answer of 1 024 bytes or more, when `Accept-Encoding` accepts brotli (`br`, preferred) or gzip. `Content-Length` is then the compressed size.',
-    schema: { type: 'string', enum: ['br', 'gzip'] },
-  },
-  ...varyHeader(),
-});
-
-const linkHeader = (): Record<string, HeaderObject> => ({
-  Link: {
-    description:
-      'RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`.',
-    schema: { type: 'string' },
-  },
-});
-
-/** The budget headers of every answer to a known key while `RATE_LIMIT_MAX` is set (`rate-limit.ts`). */
-const rateLimitHeaders = (): Record<string, HeaderObject> => ({
-  'X-RateLimit-Limit': {
-    description:
-      'While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit.',
-    schema: { type: 'string' },
-  },
-  'X-RateLimit-Remaining': {
-    description:
-      'Requests left to this key in the current window. A 304 Not Modified answer is not counted, and a 429 leaves 0.',
-    schema: { type: 'string' },
-  },
-  'X-RateLimit-Reset': {
-    description: 'When the current window ends, in UTC epoch seconds (GitHub’s convention).',
-    schema: { type: 'string' },
-  },
-});
-
-const retryAfter = (): Record<string, HeaderObject> => ({
-  'Retry-After': {
-    description: 'Seconds until the window ends and the key may make requests again.',
-    schema: { type: 'string' },
-  },
-});
-
-const positionDescription =
-  'The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters.';
-
-/** What every answer read from the model carries (`position.ts`). */
-const positionHeaders = (): Record<string, HeaderObject> => ({
-  'X-Read-Position': {
-    description: `${positionDescription} Send the newest one received back in \`X-Read-Position\` so that no replica answers from an older model.`,
-    schema: { type: 'string' },
-  },
-});
-
-const readPosition = (): object => ({
-  in: 'header',
-  name: 'X-Read-Position',
-  required: false,
-  description: `${positionDescription} A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to \`READ_POSITION_WAIT_MS\` (1 s by default), else 503 with \`Retry-After\`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400.`,
-  schema: { type: 'string' },
-});
-
-const retryPosition = (): Record<string, HeaderObject> => ({
-  'Retry-After': {
-    description: 'Seconds after which to try again (this replica or another).',
-    schema: { type: 'string' },
-  },
-});
-
-/** Sent on every answer, errors included (`observability.ts`, and the 431 written before any request). */
-const requestIdHeader = (): Record<string, HeaderObject> => ({
-  'X-Request-Id': {
-    description:
-      'The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID.',
-    schema: { type: 'string' },
-  },
-});
-
-const requestId = (): object => ({
-  in: 'header',
-  name: 'X-Request-Id',
-  required: false,
-  description:
-    'An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID.',
-  // no pattern: the server takes any value (and replaces what it does not keep), so a client should too
-  schema: { type: 'string' },
-});
-
-const wwwAuthenticate = (): Record<string, HeaderObject> => ({
-  'WWW-Authenticate': {
-    description: 'The scheme to authenticate with: a bearer API key.',
-    schema: { type: 'string', const: 'Bearer' },
-  },
-});
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** the route's part of the OpenAPI document; every documented GET declares one */
+    openApi?: RouteDocument;
+  }
+}
 
 /** Answers given before the key is known (or before the request is read): no budget to state. */
 const unbudgeted = new Set(['401', '431', 'default']);
 
-const ifNoneMatch = (): object => ({
-  in: 'header',
-  name: 'If-None-Match',
-  required: false,
-  description:
-    'An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body.',
-  schema: { type: 'string' },
-});
-
-/**
- * Per endpoint (its path below the server URL, `API_PREFIX`), its `operationId` (client generators
- * name their methods after it) and the headers of its 200 beyond the validators.
- */
-const conditionalEndpoints: Record<
-  string,
-  { operationId: string; okHeaders: () => Record<string, HeaderObject> }
-> = {
-  '/orders': { operationId: 'listOrders', okHeaders: linkHeader },
-  '/orders/{id}/articles': { operationId: 'listOrderArticles', okHeaders: () => ({}) },
-};
+/** A route's URL as the document names it: below the server URL (`API_PREFIX`), `{id}` for `:id`. */
+function documentPath(url: string): string {
+  const path = url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url;
+  return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+}
 
 /** The named schemas (`schemas/api.ts`), which answers refer to; zod's input copies are not used. */
 const componentNames = ['Order', 'OrderList', 'Article', 'ArticleList', 'Error'];
@@ -160,13 +58,22 @@ interface OperationObject {
 }
 
 /**
- * Adds the conditional-request, position, paging, compression and rate-limit headers to the generated document. They are documented
- * here rather than in the route schemas because a header schema would be validated on every request.
+ * Adds the conditional-request, position, compression and rate-limit headers, and each route's own
+ * (`RouteDocument`, by its path), to the generated document. They are documented here rather than in
+ * the route schemas because a header schema would be validated on every request.
  */
-function withConditionalHeaders(paths: Record<string, { get?: OperationObject } | undefined>): void {
-  for (const [path, { operationId, okHeaders }] of Object.entries(conditionalEndpoints)) {
-    const operation = paths[path]?.get;
-    if (operation === undefined) throw new Error(`OpenAPI: no GET ${path} to document headers on`);
+function withConditionalHeaders(
+  paths: Record<string, { get?: OperationObject } | undefined>,
+  routes: ReadonlyMap<string, RouteDocument>,
+): void {
+  for (const [path, item] of Object.entries(paths)) {
+    const operation = item?.get;
+    if (operation === undefined) continue;
+    const route = routes.get(path);
+    if (route === undefined) {
+      throw new Error(`OpenAPI: GET ${path} declares no config.openApi where it is registered`);
+    }
+    const { operationId, okHeaders } = route;
     operation.operationId = operationId;
     operation.parameters = [...(operation.parameters ?? []), ifNoneMatch(), readPosition(), requestId()];
     const ok = operation.responses?.['200'];
@@ -192,6 +99,13 @@ function withConditionalHeaders(paths: Record<string, { get?: OperationObject } 
 }
 
 export async function openApi(app: FastifyInstance): Promise<void> {
+  /** Each GET route's own part of the document, by its path: routes are registered after this. */
+  const routes = new Map<string, RouteDocument>();
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const document = route.config?.openApi;
+    if (document !== undefined && methods.includes('GET')) routes.set(documentPath(route.url), document);
+  });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -221,7 +135,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
         components?: { schemas?: Record<string, unknown> };
       };
       const schemas = components?.schemas ?? {};
-      withConditionalHeaders(openapi.paths ?? {});
+      withConditionalHeaders(openapi.paths ?? {}, routes);
       openapi.components = {
         ...openapi.components,
         schemas: Object.fromEntries(componentNames.map((name) => [name, schemas[name]])),

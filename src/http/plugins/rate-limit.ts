@@ -12,6 +12,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../api-error.js';
+import type { Caller } from '../caller.js';
 import { RateWindows, type RateLimit } from '../rate-windows.js';
 
 export type { RateLimit };
@@ -65,7 +66,7 @@ export async function rateLimiting(
     // asked once per request, just before the count (a 422 fails validation first and is not counted)
     keyGenerator: (request) => {
       request.rateCountedAtMs = Date.now();
-      return request.keySha256;
+      return request.caller.keySha256;
     },
     // the window itself, not the time left of it (which @fastify/rate-limit's `context.after` gives)
     errorResponseBuilder: () =>
@@ -77,7 +78,7 @@ export async function rateLimiting(
   });
   scope.addHook('onSend', (request: FastifyRequest, reply: FastifyReply, payload, done) => {
     // a 401 is answered before the key is known: no budget to state
-    const key = request.keySha256 as string | undefined;
+    const key = (request.caller as Caller | undefined)?.keySha256;
     if (key !== undefined) {
       if (reply.statusCode === 304 && request.rateCountedAtMs !== undefined)
         windows.giveBack(key, request.rateCountedAtMs);

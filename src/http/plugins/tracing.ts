@@ -8,6 +8,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { RequestSpan, Tracing } from '../../tracing/spans.js';
+import type { Caller } from '../caller.js';
 
 /** The span of each request still in progress, found by its Node request. */
 const spans = new WeakMap<IncomingMessage, RequestSpan>();
@@ -44,11 +45,12 @@ export function requestTracing(app: FastifyInstance, tracing: Tracing | undefine
       reply.raw.once('finish', () => (finished = true));
       reply.raw.once('close', () => {
         const route = request.routeOptions.url;
+        const caller = request.caller as Caller | undefined;
         span.end({
           status: reply.raw.statusCode,
           ...(route === undefined ? {} : { route }),
           // set by authentication (`plugins/authenticate.ts`) once the key is known
-          ...(typeof request.orgId === 'number' ? { orgId: request.orgId } : {}),
+          ...(caller === undefined ? {} : { orgId: caller.orgId }),
           requestId: request.id,
           aborted: !finished,
         });

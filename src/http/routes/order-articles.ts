@@ -25,6 +25,7 @@ export function orderArticlesRoute(
     app.get(
       '/orders/:id/articles',
       {
+        config: { openApi: { operationId: 'listOrderArticles', okHeaders: () => ({}) } },
         schema: {
           summary: 'List the published articles of one order',
           tags: ['Orders'],
@@ -46,7 +47,7 @@ export function orderArticlesRoute(
       (request, reply) => {
         const orderId = orderIdOf(request.params.id);
         return answerAtPosition(request, reply, readerOf, positions, (model) => {
-          const found = model.articlesOfOrder(request.orgId, orderId);
+          const found = model.articlesOfOrder(request.caller.orgId, orderId);
           if (found === null) {
             // Answered, not thrown: an order the caller cannot see is an expected outcome, not a failure.
             void sendError(reply, orderNotFound);
@@ -54,7 +55,7 @@ export function orderArticlesRoute(
           }
           // The digest moves with the order's title and its articles; a tag is only ever given for
           // an order the caller can see, so a 304 never confirms another organization's order.
-          const tag = entityTag(model.orderDigest(orderId), 'a', request.orgId, orderId);
+          const tag = entityTag(model.orderDigest(orderId), 'a', request.caller.orgId, orderId);
           setValidators(reply, tag);
           if (notModified(request, tag)) {
             sendNotModified(reply);

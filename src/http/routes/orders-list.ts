@@ -12,6 +12,7 @@ import {
 import type { ApiReads } from '../../read-model/reader.js';
 import { entityTag, notModified, pageLinks, sendNotModified, setValidators } from '../conditional.js';
 import { ApiError } from '../api-error.js';
+import type { HeaderObject } from '../plugins/openapi-headers.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { orderListJson, sendJsonText } from '../serializer.js';
 import { jsonAnswer, notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
@@ -41,12 +42,24 @@ export function orderListQueryErrors(): Record<string, ApiError> {
   };
 }
 
+/** The paging links a page sends (`pageLinks`), documented on its 200. */
+const linkHeader = (): Record<string, HeaderObject> => ({
+  Link: {
+    description:
+      'RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`.',
+    schema: { type: 'string' },
+  },
+});
+
 export function orderListRoute(readerOf: () => ApiReads, positions: PositionOptions): FastifyPluginAsyncZod {
   return (app) => {
     app.get(
       '/orders',
       {
-        config: { queryErrors: orderListQueryErrors() },
+        config: {
+          queryErrors: orderListQueryErrors(),
+          openApi: { operationId: 'listOrders', okHeaders: linkHeader },
+        },
         schema: {
           summary: "List the organization's orders",
           tags: ['Orders'],
@@ -70,14 +83,21 @@ export function orderListRoute(readerOf: () => ApiReads, positions: PositionOpti
         const limit = clamp(request.query.limit ?? LIMIT_DEFAULT, LIMIT_MIN, LIMIT_MAX);
         const offset = Math.max(0, request.query.offset ?? 0);
         return answerAtPosition(request, reply, readerOf, positions, (model) => {
-          const tag = entityTag(model.orgDigest(request.orgId), 'o', request.orgId, status, limit, offset);
+          const tag = entityTag(
+            model.orgDigest(request.caller.orgId),
+            'o',
+            request.caller.orgId,
+            status,
+            limit,
+            offset,
+          );
           setValidators(reply, tag);
           if (notModified(request, tag)) {
             sendNotModified(reply);
             return;
           }
           const page = model.orderPage({
-            orgId: request.orgId,
+            orgId: request.caller.orgId,
             status: status === 'all' ? null : status,
             limit,
             offset,
