@@ -3,8 +3,9 @@
  * getting no event, measured from `/proc/<pid>/stat` (user + system time of every thread of the
  * process) over rounds of `--seconds`. Logs at the default level.
  *
- *   npm run bench:idle-cpu -- [--label TEXT] [--rounds 3] [--seconds 20]
+ *   npm run bench:idle-cpu -- [--label TEXT] [--rounds 3] [--seconds 20] [--profile DIR]
  *
+ * `--profile DIR` writes a V8 CPU profile of each of the service's threads into DIR (`--cpu-prof`).
  * Writes `bench/results/idle-cpu-<label>-<time>.json`.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     label: { type: 'string', default: 'run' },
     rounds: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '20' },
+    profile: { type: 'string' },
   },
 });
 const rounds = Number(values.rounds);
@@ -50,7 +52,10 @@ const topics = await createBenchTopics(kafka, `idle-${Date.now()}`);
 const data = benchDataOf(1000);
 const published = await publishBenchData(kafka, topics, data);
 const dataDir = mkdtempSync(join(tmpdir(), 'idle-cpu-'));
-const service = await startServiceProcess(broker.brokers, topics, dataDir, { LOG_LEVEL: 'info' });
+const service = await startServiceProcess(broker.brokers, topics, dataDir, {
+  LOG_LEVEL: 'info',
+  ...(values.profile === undefined ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${values.profile}` }),
+});
 const pid = service.child.pid ?? 0;
 try {
   await waitUntil(
