@@ -87,7 +87,8 @@ async function rebuild(
   const started = Date.now();
   const service = await startServiceProcess(brokers, topics, dataDir, env);
   const state = (await healthOf(service)).state;
-  if (state !== 'rebuilding') throw new Error(`expected the service to be rebuilding, it is ${state}`);
+  if (state !== 'catching_up_candidate')
+    throw new Error(`expected the service to be catching up a candidate, it is ${state}`);
   const switched = waitUntil(
     'the rebuilt model is served',
     async () => (await healthOf(service)).file !== oldFile,

@@ -85,7 +85,7 @@ export class Candidates {
     files.proposeNext(file);
     logger.info(
       { file, projectionVersion: PROJECTION_VERSION },
-      'rebuilding the model for this projection version',
+      'building a candidate model for this projection version',
     );
     return { candidate: Generation.open(file, this.options.modelTopics), lock };
   }

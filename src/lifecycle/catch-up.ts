@@ -43,8 +43,8 @@ export interface CatchUpHost<Served> {
   acceptedLosses: () => readonly AcceptedLoss[];
   /** proposes the model in `file` (`NEXT`) and adopts it; throws when it cannot */
   propose: (file: string) => void;
-  /** gives `served` its projector back if it is still served and not projecting; while a candidate is adopted too, if `evenWhileRebuilding` */
-  resume: (served: Served, evenWhileRebuilding: boolean) => void;
+  /** gives `served` its projector back if it is still served and not projecting; while a candidate is adopted too, if `evenWithCandidate` */
+  resume: (served: Served, evenWithCandidate: boolean) => void;
   /** whether the service is stopping */
   stopping: () => boolean;
 }

@@ -19,7 +19,6 @@ export interface HealthReport {
   state: ServiceState;
   file: string;
   projectionVersion: number;
-  rebuilding: boolean;
   candidate: { file: string; progress: number | null } | null;
   /** a catch-up by replay under way: messages done of its total (null before its first report) */
   replay: { done: number; total: number | null } | null;
@@ -123,7 +122,6 @@ export class Health {
       state: state.name,
       file: served.file,
       projectionVersion: PROJECTION_VERSION,
-      rebuilding: candidate !== null,
       candidate: candidate === null ? null : { file: candidate.file, progress: this.progressOf(candidate) },
       replay: null,
       projector,

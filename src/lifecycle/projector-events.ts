@@ -49,7 +49,7 @@ export function startProjecting(generation: Generation, groupId: string, ctx: Pr
         if (generation === state.served) {
           health.readAgain(topic, partition);
           events?.batchApplied?.(outcome);
-        } else if (state.name === 'rebuilding' && generation === state.candidate) {
+        } else if (state.name === 'catching_up_candidate' && generation === state.candidate) {
           ctx.candidateMoved();
         }
       }),

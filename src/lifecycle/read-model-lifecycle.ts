@@ -84,7 +84,7 @@ export class ReadModelLifecycle {
         options.files.proposeNext(file);
         this.proposals();
       },
-      resume: (served, evenWhileRebuilding) => this.resumeServed(served, evenWhileRebuilding),
+      resume: (served, evenWithCandidate) => this.resumeServed(served, evenWithCandidate),
       stopping: () => ['stopping', 'stopped'].includes(this.machine.current.name),
     });
   }
@@ -191,7 +191,7 @@ export class ReadModelLifecycle {
     const modelEnds = ends.filter((end) => this.modelTopics.has(end.topic));
     const partitions = this.health_.measured(modelEnds, state.served, candidateOf(state), now);
     this.options.events?.lagMeasured?.([...partitions, ...keys]);
-    if (state.name === 'rebuilding') {
+    if (state.name === 'catching_up_candidate') {
       const ratio = this.health_.progressOf(state.candidate);
       if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
       const gainMark = paceCandidate(state, ends, now, this.options);
@@ -207,20 +207,20 @@ export class ReadModelLifecycle {
   }
 
   /** Gives the served model its projector back, unless it is no longer served or it runs already. */
-  private resumeServed(served: Generation, evenWhileRebuilding: boolean): void {
+  private resumeServed(served: Generation, evenWithCandidate: boolean): void {
     const state = this.machine.current;
     if (state.served !== served || served.isProjecting()) return;
-    if (isServing(state) || (evenWhileRebuilding && state.name === 'rebuilding'))
+    if (isServing(state) || (evenWithCandidate && state.name === 'catching_up_candidate'))
       this.project(served, this.options.groupId);
   }
 
   private proposals(): void {
     const state = this.machine.current;
-    if (!isServing(state) && state.name !== 'rebuilding') return;
+    if (!isServing(state) && state.name !== 'catching_up_candidate') return;
     const next = this.candidates.next(
       state.served,
       candidateOf(state),
-      state.name === 'rebuilding' ? state.lock : null,
+      state.name === 'catching_up_candidate' ? state.lock : null,
     );
     if (next !== null) this.adopt(next.candidate, next.lock);
   }
@@ -228,7 +228,7 @@ export class ReadModelLifecycle {
   private adopt(candidate: Generation, lock: ReleaseLock | null): void {
     const served = this.machine.current.served;
     candidate.setGiveWay(true);
-    this.machine.moveTo({ name: 'rebuilding', served, candidate, gainMark: null, lock });
+    this.machine.moveTo({ name: 'catching_up_candidate', served, candidate, gainMark: null, lock });
     this.project(candidate, `${this.options.groupId}.candidate.${this.options.clock.now()}`);
     // A candidate ahead of the served model already (a catch-up replay's) is switched to at once,
     // without waiting for a batch of its own.
@@ -247,7 +247,7 @@ export class ReadModelLifecycle {
     if (state.name === 'stopping' || state.name === 'stopped') return;
     const { served } = state;
     const candidate = candidateOf(state);
-    const lock = state.name === 'rebuilding' ? state.lock : null;
+    const lock = state.name === 'catching_up_candidate' ? state.lock : null;
     this.machine.moveTo({ name: 'stopping', served, candidate, lock });
     await Promise.all([
       this.replays?.abort(),

@@ -1,7 +1,7 @@
 /**
  * The lifecycle's states as data, and the table of transitions between them. Each state holds what
- * only it needs: a candidate (with its gain mark and the version rebuild's lock) exists only while
- * rebuilding or switching. The README's state table and diagram are generated from this file
+ * only it needs: a candidate (with its gain mark and the version candidate's lock) exists only while
+ * catching up a candidate or switching. The README's state table and diagram are generated from this file
  * (`npm run contracts`), and a test fails when they are stale.
  */
 import type { Generation } from './generation.js';
@@ -11,7 +11,7 @@ export const serviceStates = [
   'catching_up',
   'live',
   'restarting',
-  'rebuilding',
+  'catching_up_candidate',
   'switching',
   'stopping',
   'stopped',
@@ -34,8 +34,8 @@ export interface Serving {
   served: Generation;
 }
 
-export interface Rebuilding {
-  name: 'rebuilding';
+export interface CatchingUpCandidate {
+  name: 'catching_up_candidate';
   served: Generation;
   candidate: Generation;
   /** the candidate's distance to the served model when last marked; null until measured */
@@ -63,7 +63,7 @@ export interface Stopped {
   served: Generation;
 }
 
-export type LifecycleState = Serving | Rebuilding | Switching | Stopping | Stopped;
+export type LifecycleState = Serving | CatchingUpCandidate | Switching | Stopping | Stopped;
 
 /** What each state means and what the service does in it (the README's state table). */
 export const stateMeaning: Record<ServiceState, { means: string; does: string }> = {
@@ -85,7 +85,7 @@ export const stateMeaning: Record<ServiceState, { means: string; does: string }>
       'the projector failed (its start included: broker unreachable, thread died) or stalled, and waits for its next start',
     does: 'serves the model as it is, unready; retries with backoff from 0.5 s doubling to 30 s, and counts each restart',
   },
-  rebuilding: {
+  catching_up_candidate: {
     means:
       "a candidate model (a rebuild's `NEXT`, or this process's own rebuild after a projection version change) is caught up in a worker thread that gives way to requests (`REBUILD_WORK_SHARE`)",
     does: 'serves the current model (ready if it is current and live) until the candidate has reached it',
@@ -109,12 +109,12 @@ const serving = ['starting', 'catching_up', 'live', 'restarting'] as const;
  * that has started (or waits for its next start: `restarting`).
  */
 export const allowedTransitions: Record<ServiceState, readonly ServiceState[]> = {
-  starting: ['catching_up', 'restarting', 'rebuilding', 'stopping'],
-  catching_up: ['live', 'restarting', 'rebuilding', 'stopping'],
-  live: ['catching_up', 'restarting', 'rebuilding', 'stopping'],
-  restarting: ['catching_up', 'rebuilding', 'stopping'],
-  rebuilding: ['switching', 'stopping'],
-  switching: ['catching_up', 'restarting', 'rebuilding'],
+  starting: ['catching_up', 'restarting', 'catching_up_candidate', 'stopping'],
+  catching_up: ['live', 'restarting', 'catching_up_candidate', 'stopping'],
+  live: ['catching_up', 'restarting', 'catching_up_candidate', 'stopping'],
+  restarting: ['catching_up', 'catching_up_candidate', 'stopping'],
+  catching_up_candidate: ['switching', 'stopping'],
+  switching: ['catching_up', 'restarting', 'catching_up_candidate'],
   stopping: ['stopped'],
   stopped: [],
 };

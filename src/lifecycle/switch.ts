@@ -1,7 +1,7 @@
 /**
  * The switch from the served model to a candidate that has reached it, as one command that returns
  * the next state: serving the candidate, or (it did not reach the served model's final positions in
- * time, or something failed) rebuilding again with the served model projecting as before.
+ * time, or something failed) catching up the candidate again with the served model projecting as before.
  */
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';
@@ -57,10 +57,10 @@ export function servingState(served: Generation): Serving {
  */
 export async function switchOver(state: Switching, ctx: SwitchContext): Promise<LifecycleState> {
   const { served: previous, candidate, lock } = state;
-  const stillRebuilding = (): LifecycleState => {
+  const stillCatchingUp = (): LifecycleState => {
     // Nothing was swapped: keep serving, and projecting into, the current model.
     if (previous.currentVersion && !ctx.stopRequested.aborted) ctx.resumeServed(previous);
-    return { name: 'rebuilding', served: previous, candidate, gainMark: null, lock };
+    return { name: 'catching_up_candidate', served: previous, candidate, gainMark: null, lock };
   };
   // The served model gets no events until the swap: the last few batches run at full speed, and
   // so does the candidate from now on if the switch has to wait.
@@ -77,19 +77,19 @@ export async function switchOver(state: Switching, ctx: SwitchContext): Promise<
       await ctx.clock.sleep(20, ctx.stopRequested);
       reached = hasReached(candidate.positions(), final);
     }
-    if (ctx.stopRequested.aborted) return stillRebuilding();
+    if (ctx.stopRequested.aborted) return stillCatchingUp();
     if (!reached) {
       ctx.logger.warn(
         { candidate: candidate.file },
         'the candidate did not reach the served model in time; serving and projecting the current one meanwhile',
       );
-      return stillRebuilding();
+      return stillCatchingUp();
     }
     ctx.files.promote(candidate.file);
     ctx.files.clearNext(candidate.file);
   } catch (error) {
     ctx.logger.error({ err: error }, 'switching to the caught-up model failed; trying again');
-    return stillRebuilding();
+    return stillCatchingUp();
   }
   ctx.health.switched(previous);
   lock?.();
@@ -110,7 +110,7 @@ export async function switchIfReached(
   ctx: SwitchContext,
 ): Promise<{ previous: Generation; next: LifecycleState } | null> {
   const state = machine.current;
-  if (state.name !== 'rebuilding') return null;
+  if (state.name !== 'catching_up_candidate') return null;
   if (!hasReached(state.candidate.positions(), state.served.positions())) return null;
   const { served, candidate, lock } = state;
   const switching = { name: 'switching', served, candidate, lock } as const;

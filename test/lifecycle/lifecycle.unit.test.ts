@@ -135,7 +135,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     slow = proposed;
     f.files.proposeNext(proposed);
     f.lifecycle.checkProposals();
-    expect(f.lifecycle.health().state).toBe('rebuilding');
+    expect(f.lifecycle.health().state).toBe('catching_up_candidate');
     // The candidate's projector gives way to API requests; the served model's never does.
     expect(f.givesWay(proposed)).toBe(true);
     expect(f.givesWay(first)).toBe(false);
@@ -259,7 +259,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     f.publish([issueKeyOf(1), ...orders(1, 300)]);
     started(f);
     const hash = sha256Hex(apiKeyOf(1));
-    expect(f.lifecycle.health().state).toBe('rebuilding');
+    expect(f.lifecycle.health().state).toBe('catching_up_candidate');
     expect(f.lifecycle.health().reasons).toContain(
       'the served model is of an older projection version; a rebuild is running',
     );

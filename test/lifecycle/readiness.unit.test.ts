@@ -58,13 +58,13 @@ describe('readiness', () => {
   });
 
   it('is not ready while serving a model of an older projection version', () => {
-    expect(readiness({ ...healthy, state: 'rebuilding', servedIsCurrentVersion: false }).reasons).toEqual([
-      'the served model is of an older projection version; a rebuild is running',
-    ]);
+    expect(
+      readiness({ ...healthy, state: 'catching_up_candidate', servedIsCurrentVersion: false }).reasons,
+    ).toEqual(['the served model is of an older projection version; a rebuild is running']);
   });
 
   it('stays ready while a candidate is caught up behind a current, live served model', () => {
-    expect(readiness({ ...healthy, state: 'rebuilding' }).ready).toBe(true);
+    expect(readiness({ ...healthy, state: 'catching_up_candidate' }).ready).toBe(true);
   });
 
   it('is not ready while starting or shutting down', () => {

@@ -14,12 +14,12 @@ import { lifecycleBlock, lifecycleDocPath, withLifecycle } from '../../tools/lif
  * allowing fails its own test below, instead of leaving the list of refused ones.
  */
 const expectedTable: Record<ServiceState, readonly ServiceState[]> = {
-  starting: ['catching_up', 'restarting', 'rebuilding', 'stopping'],
-  catching_up: ['live', 'restarting', 'rebuilding', 'stopping'],
-  live: ['catching_up', 'restarting', 'rebuilding', 'stopping'],
-  restarting: ['catching_up', 'rebuilding', 'stopping'],
-  rebuilding: ['switching', 'stopping'],
-  switching: ['catching_up', 'restarting', 'rebuilding'],
+  starting: ['catching_up', 'restarting', 'catching_up_candidate', 'stopping'],
+  catching_up: ['live', 'restarting', 'catching_up_candidate', 'stopping'],
+  live: ['catching_up', 'restarting', 'catching_up_candidate', 'stopping'],
+  restarting: ['catching_up', 'catching_up_candidate', 'stopping'],
+  catching_up_candidate: ['switching', 'stopping'],
+  switching: ['catching_up', 'restarting', 'catching_up_candidate'],
   stopping: ['stopped'],
   stopped: [],
 };
@@ -55,7 +55,13 @@ describe('service states', () => {
   });
 
   it('is stopped from every running state, and only by stopping', () => {
-    const running: ServiceState[] = ['starting', 'catching_up', 'live', 'restarting', 'rebuilding'];
+    const running: ServiceState[] = [
+      'starting',
+      'catching_up',
+      'live',
+      'restarting',
+      'catching_up_candidate',
+    ];
     for (const state of running) expect(allowedTransitions[state]).toContain('stopping');
   });
 });

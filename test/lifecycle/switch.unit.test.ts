@@ -143,7 +143,7 @@ describe('the switch', () => {
     const candidate = generation('candidate', { '0:orders': 10, '1:orders': 3 });
     const ctx = context();
     const next = await switchOver(switching(served, candidate), ctx);
-    expect(next).toMatchObject({ name: 'rebuilding', gainMark: null });
+    expect(next).toMatchObject({ name: 'catching_up_candidate', gainMark: null });
     expect(fileOf(next)).toBe('served');
     expect(ctx.promoted).toEqual([]);
     expect(ctx.resumed).toEqual(['served']);
@@ -176,7 +176,7 @@ describe('the switch', () => {
     const served = generation('served', { '0:orders': 10 });
     const ctx = context({ stopRequested: stop.signal });
     const next = await switchOver(switching(served, generation('candidate', { '0:orders': 2 })), ctx);
-    expect(next).toMatchObject({ name: 'rebuilding' });
+    expect(next).toMatchObject({ name: 'catching_up_candidate' });
     expect(ctx.resumed).toEqual([]);
     expect(ctx.promoted).toEqual([]);
   });
@@ -189,7 +189,7 @@ describe('the switch', () => {
       switching(generation('served', { '0:orders': 10 }), generation('candidate', { '0:orders': 10 })),
       ctx,
     );
-    expect(next).toMatchObject({ name: 'rebuilding' });
+    expect(next).toMatchObject({ name: 'catching_up_candidate' });
     expect(fileOf(next)).toBe('served');
     expect(ctx.promoted).toEqual([]);
     expect(ctx.switchedTo).toEqual([]);
@@ -213,7 +213,7 @@ describe('the switch', () => {
     });
     const served = generation('served', { '0:orders': 10 });
     const next = await switchOver(switching(served, generation('candidate', { '0:orders': 2 })), ctx);
-    expect(next).toMatchObject({ name: 'rebuilding' });
+    expect(next).toMatchObject({ name: 'catching_up_candidate' });
     // one pause of the wait, which the stop cuts short
     expect(sleeps).toEqual([stop.signal]);
     expect(ctx.resumed).toEqual([]);
@@ -258,7 +258,7 @@ describe('the switch', () => {
     const lines: unknown[] = [];
     ctx.logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     const next = await switchOver(switching(generation('served', {}), generation('candidate', {})), ctx);
-    expect(next).toMatchObject({ name: 'rebuilding' });
+    expect(next).toMatchObject({ name: 'catching_up_candidate' });
     expect(fileOf(next)).toBe('served');
     expect(ctx.resumed).toEqual(['served']);
     expect(lines).toEqual([

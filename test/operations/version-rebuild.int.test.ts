@@ -39,7 +39,11 @@ describe('version rebuild', () => {
     markProjectionVersion1(oldFile);
 
     const service = await fixture.start();
-    expect(service.health()).toMatchObject({ state: 'rebuilding', rebuilding: true, ready: false });
+    expect(service.health()).toMatchObject({
+      state: 'catching_up_candidate',
+      candidate: expect.anything(),
+      ready: false,
+    });
     let rebuilt: () => void = () => undefined;
     const switched = new Promise<void>((resolve) => (rebuilt = resolve));
     void waitUntil('switched', () => service.health().file !== oldFile, 120_000, 20).then(() => rebuilt());
