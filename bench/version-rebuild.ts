@@ -4,7 +4,7 @@
  * organizations) on the caught-up service; then, twice, it marks the model as of an older
  * projection version, starts the service again and measures the same load from the start until the
  * rebuilt model is served: once as configured by default (the rebuild gives way to requests), once
- * with REBUILD_WORK_SHARE=1 (it never does). A last rebuild runs with no load, for what giving way
+ * with CANDIDATE_WORK_SHARE=1 (it never does). A last rebuild runs with no load, for what giving way
  * costs in rebuild time.
  *   npm run bench:version-rebuild   (BENCH_ORDERS, default 100 000; BENCH_ROUNDS, default 3;
  *   BENCH_IDLE_SECONDS, default 10)
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
     const ratios: Record<'default' | 'never', number[]> = { default: [], never: [] };
     const modes = [
       { name: 'default' as const, label: 'gives way (default)', env: {} },
-      { name: 'never' as const, label: 'REBUILD_WORK_SHARE=1', env: { REBUILD_WORK_SHARE: '1' } },
+      { name: 'never' as const, label: 'CANDIDATE_WORK_SHARE=1', env: { CANDIDATE_WORK_SHARE: '1' } },
     ];
     for (let round = 1; round <= rounds; round += 1) {
       const current = service;
@@ -172,7 +172,7 @@ async function main(): Promise<void> {
         '| --- | --- | --- | --- | --- | --- | --- |',
         ...rows,
         '',
-        `worst p99 ratio: ${Math.max(...ratios.default).toFixed(2)} giving way (goal ≤ 2), ${Math.max(...ratios.never).toFixed(2)} with REBUILD_WORK_SHARE=1; the rebuild with no requests took ${(quietMs / 1000).toFixed(1)} s`,
+        `worst p99 ratio: ${Math.max(...ratios.default).toFixed(2)} giving way (goal ≤ 2), ${Math.max(...ratios.never).toFixed(2)} with CANDIDATE_WORK_SHARE=1; the rebuild with no requests took ${(quietMs / 1000).toFixed(1)} s`,
       ].join('\n'),
     );
   } finally {

@@ -111,8 +111,8 @@ export function serviceEnvSchema() {
     LAG_CHECK_INTERVAL_MS: timerMs(positiveInt).default(2000),
     /** the keys consumer must have fetched within this long for the replica to be ready; past it, it is replaced */
     KEYS_STALL_MS: timerMs(positiveInt).default(3000),
-    /** while requests arrive, a model caught up before it is served works at most this share of the time; 1: never gives way */
-    REBUILD_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
+    /** while requests arrive, a candidate caught up before it is served works at most this share of the time; 1: never gives way */
+    CANDIDATE_WORK_SHARE: decimalFraction.pipe(z.number().min(0.05).max(1)).default(0.25),
     /** a lag of at least this many messages (and CATCH_UP_REPLAY_MIN_SHARE of the log) is caught up by replay into a new model; off: never */
     CATCH_UP_REPLAY_MIN_LAG: z
       .union([z.literal('off'), decimalInteger.pipe(z.number().min(1))], {

@@ -18,7 +18,7 @@ export interface ServiceConfig {
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
   /** a candidate's projector gives way to requests (`projector/pacing.ts`) */
-  rebuild: { workShare: number };
+  candidates: { workShare: number };
   /** catching up by replay when far behind (`lifecycle/catch-up.ts`); `minLag` null: never */
   catchUp: { minLag: number | null; minShare: number };
   rateLimit: { max: number; windowMs: number };
@@ -55,13 +55,37 @@ export class ConfigError extends Error {
   readonly code = 'CONFIG_INVALID';
 }
 
+/** Variables renamed, by their former name: a former name still sets its variable when that is unset. */
+export const formerNames = { REBUILD_WORK_SHARE: 'CANDIDATE_WORK_SHARE' } as const;
+
+/** The former names `env` sets, each with its new name, for a warning at start. */
+export function formerNamesUsed(env: NodeJS.ProcessEnv): { former: string; now: string }[] {
+  return Object.entries(formerNames)
+    .filter(([former]) => env[former] !== undefined)
+    .map(([former, now]) => ({ former, now }));
+}
+
+/** `env` with each former name read as its new one; both set to different values is a clash. */
+function withFormerNames(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; clashes: string[] } {
+  const renamed = { ...env };
+  const clashes: string[] = [];
+  for (const { former, now } of formerNamesUsed(env)) {
+    if (env[now] === undefined) renamed[now] = env[former];
+    else if (env[now] !== env[former])
+      clashes.push(`${former}: the former name of ${now}, which is set to another value; unset ${former}`);
+  }
+  return { env: renamed, clashes };
+}
+
 /** Parses the environment once; every problem is listed in one error. */
-export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
+export function loadConfig(given: NodeJS.ProcessEnv): ServiceConfig {
+  const { env, clashes } = withFormerNames(given);
   const parsed = serviceEnvSchema().safeParse(env);
   const problems = [
     ...(parsed.success
       ? []
       : parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`)),
+    ...clashes.map((clash) => `  ${clash}`),
     ...topicClashes(env).map((clash) => `  ${clash}`),
     ...(parsed.success ? portClashes(parsed.data) : []).map((clash) => `  ${clash}`),
     ...(parsed.success ? tracingClashes(parsed.data) : []).map((clash) => `  ${clash}`),
@@ -96,7 +120,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): ServiceConfig {
       lagCheckIntervalMs: e.LAG_CHECK_INTERVAL_MS,
       keysStallMs: e.KEYS_STALL_MS,
     },
-    rebuild: { workShare: e.REBUILD_WORK_SHARE },
+    candidates: { workShare: e.CANDIDATE_WORK_SHARE },
     catchUp: {
       minLag: e.CATCH_UP_REPLAY_MIN_LAG === 'off' ? null : e.CATCH_UP_REPLAY_MIN_LAG,
       minShare: e.CATCH_UP_REPLAY_MIN_SHARE,

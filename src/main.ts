@@ -17,7 +17,7 @@ import { deadLetters, issueKey, rebuild, revokeKey, status, type CommandContext 
 import { skipBatch, skipBatchLines } from './cli/skip-batch.js';
 import { acceptHistoryLoss, createTopics, retainTopics } from './cli/topics.js';
 import { restoreSnapshot, takeSnapshot } from './cli/snapshot.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, formerNamesUsed, loadConfig } from './config.js';
 import { createLogger, type Logger } from './logger.js';
 import { ModelFiles } from './read-model/files.js';
 import { startService } from './service.js';
@@ -221,6 +221,8 @@ async function main(argv: string[]): Promise<number> {
   }
   // Operator commands keep stdout for their answer and log to stderr.
   const logger = createLogger(name === 'serve' ? config.logLevel : 'warn', name === 'serve' ? undefined : 2);
+  for (const { former, now } of formerNamesUsed(process.env))
+    logger.warn({ variable: former, renamedTo: now }, `${former} is read as ${now}, its new name: rename it`);
   try {
     await command.run({ config, logger, print: (line) => console.log(line) }, values, positionals);
     return name === 'serve' ? keepRunning : exitCode.ok;

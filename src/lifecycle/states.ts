@@ -87,7 +87,7 @@ export const stateMeaning: Record<ServiceState, { means: string; does: string }>
   },
   catching_up_candidate: {
     means:
-      "a candidate model (a rebuild's `NEXT`, or this process's own rebuild after a projection version change) is caught up in a worker thread that gives way to requests (`REBUILD_WORK_SHARE`)",
+      "a candidate model (a rebuild's `NEXT`, or this process's own rebuild after a projection version change) is caught up in a worker thread that gives way to requests (`CANDIDATE_WORK_SHARE`)",
     does: 'serves the current model (ready if it is current and live) until the candidate has reached it',
   },
   switching: {

@@ -51,7 +51,7 @@ const writer = new ReadModelWriter(db, roleOfTopic(config.topics), undefined, co
 const kafka = kafkaPortOf(config, logger);
 const skipsOf = new ModelFiles(config.dataDir);
 const pacer = new Pacer(requests, giveWay, {
-  share: config.rebuild.workShare,
+  share: config.candidates.workShare,
   maxPauseMs,
 });
 /** Fetches reported at most this often: enough for a watchdog counting in seconds. */

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, formerNamesUsed, loadConfig } from '../../src/config.js';
 
 describe('configuration', () => {
   it('refuses two TOPIC_* variables naming the same topic, listing every clash', () => {
@@ -28,12 +28,23 @@ describe('configuration', () => {
   });
 
   it('takes a rebuild work share from 0.05 to 1, a quarter by default', () => {
-    expect(loadConfig({}).rebuild.workShare).toBe(0.25);
-    expect(loadConfig({ REBUILD_WORK_SHARE: '1' }).rebuild.workShare).toBe(1);
-    expect(loadConfig({ REBUILD_WORK_SHARE: '0.05' }).rebuild.workShare).toBe(0.05);
-    expect(() => loadConfig({ REBUILD_WORK_SHARE: '0.01' })).toThrow(/REBUILD_WORK_SHARE/);
-    expect(() => loadConfig({ REBUILD_WORK_SHARE: 'fast' })).toThrow(/REBUILD_WORK_SHARE/);
-    expect(() => loadConfig({ REBUILD_WORK_SHARE: '1.5' })).toThrow(/REBUILD_WORK_SHARE/);
+    expect(loadConfig({}).candidates.workShare).toBe(0.25);
+    expect(loadConfig({ CANDIDATE_WORK_SHARE: '1' }).candidates.workShare).toBe(1);
+    expect(loadConfig({ CANDIDATE_WORK_SHARE: '0.05' }).candidates.workShare).toBe(0.05);
+    expect(() => loadConfig({ CANDIDATE_WORK_SHARE: '0.01' })).toThrow(/CANDIDATE_WORK_SHARE/);
+    expect(() => loadConfig({ CANDIDATE_WORK_SHARE: 'fast' })).toThrow(/CANDIDATE_WORK_SHARE/);
+    expect(() => loadConfig({ CANDIDATE_WORK_SHARE: '1.5' })).toThrow(/CANDIDATE_WORK_SHARE/);
+    // the former name still sets it, unless the new name is set to another value
+    expect(loadConfig({ REBUILD_WORK_SHARE: '0.5' }).candidates.workShare).toBe(0.5);
+    expect(loadConfig({ REBUILD_WORK_SHARE: '0.5', CANDIDATE_WORK_SHARE: '0.5' }).candidates.workShare).toBe(
+      0.5,
+    );
+    expect(() => loadConfig({ REBUILD_WORK_SHARE: '0.5', CANDIDATE_WORK_SHARE: '0.75' })).toThrow(
+      /REBUILD_WORK_SHARE: the former name of CANDIDATE_WORK_SHARE/,
+    );
+    expect(formerNamesUsed({ REBUILD_WORK_SHARE: '0.5' })).toEqual([
+      { former: 'REBUILD_WORK_SHARE', now: 'CANDIDATE_WORK_SHARE' },
+    ]);
   });
 
   it('turns the catch-up by replay off with CATCH_UP_REPLAY_MIN_LAG=off', () => {
@@ -54,7 +65,7 @@ describe('configuration', () => {
         RATE_LIMIT_MAX: '+5',
         RATE_LIMIT_WINDOW_MS: '60000.5',
         KAFKA_SESSION_TIMEOUT_MS: 'Infinity',
-        REBUILD_WORK_SHARE: '',
+        CANDIDATE_WORK_SHARE: '',
       });
     expect(load).toThrow(ConfigError);
     for (const name of [
@@ -66,7 +77,7 @@ describe('configuration', () => {
       'RATE_LIMIT_MAX',
       'RATE_LIMIT_WINDOW_MS',
       'KAFKA_SESSION_TIMEOUT_MS',
-      'REBUILD_WORK_SHARE',
+      'CANDIDATE_WORK_SHARE',
     ]) {
       expect(load, name).toThrow(new RegExp(`${name}: `));
     }

@@ -121,8 +121,8 @@ const numbers: NumberCase[] = [
     refused: ['1023', '4194305'],
   },
   {
-    name: 'REBUILD_WORK_SHARE',
-    read: (c) => c.rebuild.workShare,
+    name: 'CANDIDATE_WORK_SHARE',
+    read: (c) => c.candidates.workShare,
     byDefault: 0.25,
     accepted: ['0.05', '1', '0.5', '00.5'],
     refused: ['0.04', '1.01', '.5', '1.'],
@@ -198,8 +198,8 @@ describe('each numeric variable: its default, its bounds, and its reading', () =
     expect(problemOf({ HTTP_PORT: 'eighty' })).toContain(
       'HTTP_PORT: must be a decimal integer (digits only; unset the variable for its default)',
     );
-    expect(problemOf({ REBUILD_WORK_SHARE: 'half' })).toContain(
-      'REBUILD_WORK_SHARE: must be a decimal number such as 0.25 (unset the variable for its default)',
+    expect(problemOf({ CANDIDATE_WORK_SHARE: 'half' })).toContain(
+      'CANDIDATE_WORK_SHARE: must be a decimal number such as 0.25 (unset the variable for its default)',
     );
     expect(problemOf({ STALL_TIMEOUT_MS: '2147483648' })).toContain(
       'STALL_TIMEOUT_MS: must be at most 2147483647 ms (about 24.8 days): Node runs a longer timer after 1 ms',
