@@ -99,8 +99,8 @@ export async function measureReadCost(
       orgOfKeyHash: (hash) => keyLookup.orgOfKeyHash(hash),
       orderPage: timedRead,
       articlesOfOrder: (org, order) => reader.articlesOfOrder(org, order),
-      inSnapshot: (read) =>
-        reader.inSnapshot((model) =>
+      inReadTransaction: (read) =>
+        reader.inReadTransaction((model) =>
           read({
             orgDigest: (org) => model.orgDigest(org),
             orderDigest: (order) => model.orderDigest(order),

@@ -24,7 +24,7 @@ export class RequestMetrics {
     registers: [this.registry],
   });
 
-  snapshot(): Promise<MetricsJson> {
+  collect(): Promise<MetricsJson> {
     return this.registry.getMetricsAsJSON();
   }
 }

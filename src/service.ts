@@ -160,8 +160,8 @@ async function startServing(
     health: () => running.health(),
     metrics: async () =>
       metricsText(metrics.registry, [
-        await metrics.requests.snapshot(),
-        ...((await threads?.snapshots()) ?? []),
+        await metrics.requests.collect(),
+        ...((await threads?.collectMetrics()) ?? []),
       ]),
     logger,
   });

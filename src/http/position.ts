@@ -1,13 +1,13 @@
 /**
  * Reads that never go back for a caller across replicas. Every answer carries, in `X-Read-Position`,
- * the position of the snapshot it was read from (what the model had applied of every partition),
+ * the position of the read transaction it was read in (what the model had applied of every partition),
  * as a compact opaque token. A caller that sends the newest token it has seen back in the same
  * header is answered only by a replica that has applied at least that much: the request waits for
  * it up to a bound, then gets 503 with `Retry-After`, never an older answer.
  * The token's format is in `position-token.ts`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ApiReads, ModelSnapshot } from '../read-model/reader.js';
+import type { ApiReads, ModelRead } from '../read-model/reader.js';
 import { ApiError, sendError } from './api-error.js';
 import {
   idsOf,
@@ -68,7 +68,7 @@ export const defaultPositionWaitMs = 1000;
 const notReached = Symbol('not reached');
 
 /**
- * Answers a request from one snapshot of the model, with its position in `X-Read-Position`, once
+ * Answers a request from one read transaction of the model, with its position in `X-Read-Position`, once
  * the model has reached the position the request presents: at once when it has (no promise), else
  * after polling for it up to `waitMs`, or 503. A malformed token is answered 400 rather than
  * ignored: ignoring it would drop the guarantee the caller asked for without telling it.
@@ -78,7 +78,7 @@ export function answerAtPosition(
   reply: FastifyReply,
   reads: () => ApiReads,
   options: PositionOptions,
-  answer: (snapshot: ModelSnapshot) => void,
+  answer: (model: ModelRead) => void,
 ): void | Promise<void> {
   const header = request.headers[positionHeader];
   let required: RequiredPosition | null = null;
@@ -97,9 +97,9 @@ export function answerAtPosition(
   // other reads a page, in the same read transaction as its tag and its position.
   const remembered = request.headers['if-none-match'] !== undefined;
   const attempt = (fresh: boolean): typeof notReached | undefined =>
-    reads().inSnapshot(
-      (snapshot) => {
-        const position = snapshot.position();
+    reads().inReadTransaction(
+      (model) => {
+        const position = model.position();
         if (foreign.length > 0 && foreign.some((id) => !idsOf(position).has(id))) {
           void sendError(reply, unknownPositionTopic);
           return undefined;
@@ -108,7 +108,7 @@ export function answerAtPosition(
         // Set before the answer reads anything more: the reader runs this again in one read
         // transaction if the answer needs the file, and this header is then set again.
         void reply.header(positionHeader, positionToken(position));
-        answer(snapshot);
+        answer(model);
         return undefined;
       },
       { fresh, remembered: remembered && !fresh },

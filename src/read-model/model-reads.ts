@@ -1,4 +1,4 @@
-/** What the HTTP API reads of a model, one snapshot per request (`ReadModelReader` implements it). */
+/** What the HTTP API reads of a model, one read transaction per request (`ReadModelReader` implements it). */
 import type { ListedStatus } from '../../projections/orders/status.js';
 import type { Article, Order } from '../../schemas/api.js';
 
@@ -12,14 +12,14 @@ export interface OrderPageQuery {
 /**
  * What a model has read of its topics: the next offset of every partition, keyed by
  * `positionKey(topic, partition)`. Stored in the same transaction as the effects, so an answer read
- * in one snapshot with it shows exactly the events before it.
+ * in one read transaction with it shows exactly the events before it.
  */
 export type ModelPosition = ReadonlyMap<string, number>;
 
 export const positionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
-/** What one request reads, in one snapshot of the file (`ReadModelReader.inSnapshot`). */
-export interface ModelSnapshot {
+/** What one request reads, in one read transaction of the file (`ReadModelReader.inReadTransaction`). */
+export interface ModelRead {
   /**
    * What a conditional GET /orders compares: a digest of every order the organization lists, equal
    * in every file holding the same orders (`projections/orders/digests.ts`).
@@ -29,22 +29,22 @@ export interface ModelSnapshot {
   orderDigest(orderId: number): string;
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
-  /** The position of the snapshot; the same object while the file has not changed. */
+  /** The position the transaction reads; the same object while the file has not changed. */
   position(): ModelPosition;
 }
 
 /** What the HTTP API asks of the read model. */
 export interface ModelReads {
-  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, how?: SnapshotOptions): T;
-  orderPage: ModelSnapshot['orderPage'];
-  articlesOfOrder: ModelSnapshot['articlesOfOrder'];
+  inReadTransaction<T>(read: (model: ModelRead) => T, how?: ReadOptions): T;
+  orderPage: ModelRead['orderPage'];
+  articlesOfOrder: ModelRead['articlesOfOrder'];
 }
 
 /** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */
 export type ApiReads = ModelReads & { orgOfKeyHash(keySha256: string): number | null };
 
-/** How `ReadModelReader.inSnapshot` may answer. */
-export interface SnapshotOptions {
+/** How `ReadModelReader.inReadTransaction` may answer. */
+export interface ReadOptions {
   /** forget what is remembered first (a presented position the remembered one has not reached) */
   fresh?: boolean;
   /**

@@ -66,6 +66,6 @@ export function readsOf(
     orderPage: (query) => current().served.orderPage(query),
     articlesOfOrder: (orgId, orderId) => current().served.articlesOfOrder(orgId, orderId),
     orgOfKeyHash: (hash) => current().keys.orgOfKeyHash(hash),
-    inSnapshot: (read, how) => current().served.inSnapshot(read, how),
+    inReadTransaction: (read, how) => current().served.inReadTransaction(read, how),
   };
 }

@@ -1,14 +1,14 @@
 /**
- * What a reader remembers of one snapshot of its file (`ReadModelReader`): the digests and the
+ * What a reader remembers of one state of its file (`ReadModelReader`): the digests and the
  * position it has read, valid for one `data_version` of the file, forgotten when a commit is
  * reported through the cache epochs shared by the readers of the file or when they grow old.
  */
 
 export interface CacheOptions {
   /**
-   * Remember digests and the position once read, as one snapshot of the file: a 304 then reads
+   * Remember digests and the position once read, as of one state of the file: a 304 then reads
    * nothing. A request that goes to the file runs in one read transaction that checks SQLite's
-   * `data_version` first and starts the remembered snapshot over when another connection has
+   * `data_version` first and starts what it remembers over when another connection has
    * committed, so what is remembered is always of one state of the file, and the tag, the page and
    * the position of one answer are of the same one. Forgotten at `forgetChanges()`, or after at
    * most `changesCacheMs`.
@@ -31,21 +31,21 @@ export function newCacheEpochs(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
 }
 
-/** How long a remembered snapshot is trusted without a report of a commit. */
+/** How long a remembered state is trusted without a report of a commit. */
 export const changesCacheMs = 1000;
 
 /** Bound on remembered digests; past it the cache starts over. */
 const maxCachedKeys = 10_000;
 
-/** The digests and position of one snapshot of the file, as far as they have been read. */
-export class SnapshotCache {
+/** The digests and position of one state of the file, as far as they have been read. */
+export class ReadCache {
   /** digest key (`o<org>`, `a<order>`) → tag part, valid for `version`; null when not caching */
   private readonly digests: Map<string, string> | null;
   private readonly epochs: Int32Array;
   private epochSeen: number;
   private rememberedSince = performance.now();
   private version: number | null = null;
-  /** The snapshot's position (`ModelPosition`) once read; null until then. */
+  /** The state's position (`ModelPosition`) once read; null until then. */
   position: ReadonlyMap<string, number> | null = null;
 
   constructor(options: CacheOptions) {
@@ -59,7 +59,7 @@ export class SnapshotCache {
   }
 
   /**
-   * At the start of a request: forgets the snapshot when `fresh`, when a commit has been reported
+   * At the start of a request: forgets the state when `fresh`, when a commit has been reported
    * since it was started, or when it is older than `changesCacheMs`.
    */
   startRequest(fresh: boolean): void {
@@ -71,18 +71,18 @@ export class SnapshotCache {
     }
   }
 
-  /** True when a snapshot's position is remembered (with whatever digests of it were read). */
+  /** True when a state's position is remembered (with whatever digests of it were read). */
   remembers(): boolean {
     return this.version !== null && this.position !== null;
   }
 
-  /** Makes every reader sharing the epochs forget its snapshot. */
+  /** Makes every reader sharing the epochs forget its state. */
   reportCommit(): void {
     Atomics.add(this.epochs, changesEpoch, 1);
   }
 
   /**
-   * In a read transaction: what is remembered becomes of its snapshot if the file changed since
+   * In a read transaction: what is remembered becomes of its state if the file changed since
    * (`dataVersion`, read only when caching). A reader that does not cache reads the position again
    * in each transaction.
    */

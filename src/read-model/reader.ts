@@ -9,7 +9,7 @@ import {
 import type { Article, Order } from '../../schemas/api.js';
 import { articleListOrderOfRow, articleListOrderWidth, articleOfRow, orderOfRow } from './answer-rows.js';
 import type { ReadModelDatabase } from './database.js';
-import { SnapshotCache, type CacheOptions } from './reader-caches.js';
+import { ReadCache, type CacheOptions } from './reader-caches.js';
 import {
   fileIdentity,
   prepareReads,
@@ -19,9 +19,9 @@ import {
 import {
   positionKey,
   type ModelPosition,
-  type ModelSnapshot,
+  type ModelRead,
   type OrderPageQuery,
-  type SnapshotOptions,
+  type ReadOptions,
 } from './model-reads.js';
 
 export {
@@ -29,9 +29,9 @@ export {
   type ApiReads,
   type ModelPosition,
   type ModelReads,
-  type ModelSnapshot,
+  type ModelRead,
   type OrderPageQuery,
-  type SnapshotOptions,
+  type ReadOptions,
 } from './model-reads.js';
 
 /**
@@ -51,18 +51,18 @@ export interface ReaderOptions extends CacheOptions {
 
 /**
  * Thrown out of a read from what is remembered at its first read of the file, and caught by
- * `inSnapshot`: one object made once, so a throw captures no stack.
+ * `inReadTransaction`: one object made once, so a throw captures no stack.
  */
 const needsTheFile = new Error('this read needs the file: run again in a read transaction');
 
-export class ReadModelReader implements ModelSnapshot {
+export class ReadModelReader implements ModelRead {
   /** the statements this file's projection version allows */
   private readonly reads: ReadStatements;
   private readonly deepOffsetFrom: number;
-  /** what is remembered of the file's current snapshot (nothing unless `cacheChanges`) */
-  private readonly cache: SnapshotCache;
+  /** what is remembered of the file's current state (nothing unless `cacheChanges`) */
+  private readonly cache: ReadCache;
   /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
-  private readonly pageInSnapshot: (query: OrderPageQuery) => { orders: Order[]; total: number };
+  private readonly pageInTransaction: (query: OrderPageQuery) => { orders: Order[]; total: number };
 
   constructor(
     readonly db: ReadModelDatabase,
@@ -70,7 +70,7 @@ export class ReadModelReader implements ModelSnapshot {
   ) {
     this.reads = prepareReads(db, () => this.modelIdentity());
     this.deepOffsetFrom = options.deepOffsetFrom ?? deepOffsetFrom;
-    this.cache = new SnapshotCache(options);
+    this.cache = new ReadCache(options);
     this.dataVersion = this.reads.queries.dataVersion.pluck();
     this.transaction = db.transaction((read: () => unknown) => {
       this.inTransaction = true;
@@ -81,7 +81,7 @@ export class ReadModelReader implements ModelSnapshot {
         this.inTransaction = false;
       }
     });
-    this.pageInSnapshot = (query) => this.fromFile(() => this.page(query));
+    this.pageInTransaction = (query) => this.fromFile(() => this.page(query));
   }
 
   /**
@@ -97,15 +97,15 @@ export class ReadModelReader implements ModelSnapshot {
 
   /**
    * Runs the reads of one request: its tag, its page and the position it reports, all of one
-   * snapshot of the file, so the position names exactly what the answer shows. Without caching, in
+   * read transaction of the file, so the position names exactly what the answer shows. Without caching, in
    * one read transaction of the file. With caching, first from what is remembered alone when it
-   * holds a snapshot and `how.remembered` allows (a 304 reads nothing); at the first read that needs
+   * holds a state and `how.remembered` allows (a 304 reads nothing); at the first read that needs
    * the file, `read` is run again from the start in one read transaction, where what is remembered
-   * is used only if SQLite's `data_version` proves it is of the transaction's own snapshot (else it
+   * is used only if SQLite's `data_version` proves it is of the transaction's own state (else it
    * is forgotten and read again there). So `read` may run twice: before its first read of the file
    * it must do nothing a second run would not undo (setting headers is fine, sending is not).
    */
-  inSnapshot<T>(read: (snapshot: ModelSnapshot) => T, how: SnapshotOptions = {}): T {
+  inReadTransaction<T>(read: (model: ModelRead) => T, how: ReadOptions = {}): T {
     if (!this.cache.caching) return this.fromFile(() => read(this));
     this.cache.startRequest(how.fresh === true);
     if (how.remembered !== false && this.cache.remembers()) {
@@ -130,7 +130,7 @@ export class ReadModelReader implements ModelSnapshot {
   private readonly dataVersion: Statement;
   private inTransaction = false;
 
-  /** true while `inSnapshot` answers from what is remembered alone */
+  /** true while `inReadTransaction` answers from what is remembered alone */
   private rememberedOnly = false;
 
   /** `read` in a read transaction of the file (the one running, if any). */
@@ -175,9 +175,9 @@ export class ReadModelReader implements ModelSnapshot {
     });
   }
 
-  /** One page of the organization's listed orders and the total before paging, read in one snapshot. */
+  /** One page of the organization's listed orders and the total before paging, read in one read transaction. */
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
-    return this.pageInSnapshot(query);
+    return this.pageInTransaction(query);
   }
 
   private page(query: OrderPageQuery): { orders: Order[]; total: number } {
@@ -217,7 +217,7 @@ export class ReadModelReader implements ModelSnapshot {
 
   /** The order's title and articles, or null when the order is not listed for this organization. */
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null {
-    // One statement, in a transaction that follows the file's version (see `inSnapshot`).
+    // One statement, in a transaction that follows the file's version (see `inReadTransaction`).
     const rows = this.fromFile(() => this.reads.queries.articlesOfOrder.all({ orgId, orderId }) as RawRow[]);
     const first = rows[0];
     if (first === undefined) return null;

@@ -1,6 +1,6 @@
 /**
- * The position an answer gives (`X-Read-Position`) names the snapshot its page was read from, when
- * the reader remembers a snapshot (`cacheChanges`, as the service's readers do) and another
+ * The position an answer gives (`X-Read-Position`) names the read transaction its page was read in, when
+ * the reader remembers a state (`cacheChanges`, as the service's readers do) and another
  * connection commits before the reader is told (`forgetChanges()` comes with the projector's batch
  * message, later): the page then sees the commit, so the position and the tag given with it must too.
  */

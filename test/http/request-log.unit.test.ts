@@ -65,7 +65,7 @@ describe('the request log', () => {
   it('logs a 5xx at error at the default level', async () => {
     const api = await loggedApi('info', (base) => ({
       ...base,
-      inSnapshot: () => {
+      inReadTransaction: () => {
         throw new Error('the model file went away');
       },
     }));
@@ -78,9 +78,9 @@ describe('the request log', () => {
   it(`logs an answer slower than ${slowRequestMs} ms at warn at the default level`, async () => {
     const api = await loggedApi('info', (base) => ({
       ...base,
-      inSnapshot: (read, how) => {
+      inReadTransaction: (read, how) => {
         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, slowRequestMs + 100);
-        return base.inSnapshot(read, how);
+        return base.inReadTransaction(read, how);
       },
     }));
     expect(await api.get('slow-1')).toBe(200);

@@ -132,7 +132,7 @@ describe('remembered digests and positions', () => {
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
     const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
     const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>
-      reader.inSnapshot((snapshot) => {
+      reader.inReadTransaction((snapshot) => {
         const digest = snapshot.orgDigest(1);
         const total = withPage
           ? snapshot.orderPage({ orgId: 1, status: null, limit: 5, offset: 0 }).total

@@ -41,7 +41,7 @@ try {
   });
   port.on('message', (message: ToRequestThread) => {
     if (message.type === 'metrics') {
-      void metrics.snapshot().then((json) => post({ type: 'metrics', id: message.id, metrics: json }));
+      void metrics.collect().then((json) => post({ type: 'metrics', id: message.id, metrics: json }));
       return;
     }
     void (async () => {

@@ -115,8 +115,8 @@ export class RequestThreads implements ViewSink {
   }
 
   /** Every thread's request metrics (`ThreadMetrics`). */
-  snapshots(): Promise<MetricsJson[]> {
-    return this.metrics.snapshots(
+  collectMetrics(): Promise<MetricsJson[]> {
+    return this.metrics.collectAll(
       [...this.threads.values()],
       (thread) => this.threads.get(thread.index) === thread,
     );

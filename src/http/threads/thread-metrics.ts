@@ -29,7 +29,7 @@ export class ThreadMetrics {
   }
 
   /** Asks every thread of `threads` for its metrics; `live` says whether one still runs. */
-  async snapshots<T extends MetricsSource>(
+  async collectAll<T extends MetricsSource>(
     threads: readonly T[],
     live: (thread: T) => boolean,
   ): Promise<MetricsJson[]> {
