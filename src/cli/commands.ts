@@ -9,7 +9,7 @@ import { rebuildModel } from '../projector/rebuild.js';
 import { sha256Hex } from '../http/bearer-key.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import { type KafkaPort, offsetKey } from '../kafka/port.js';
-import { lagOf } from '../lifecycle/readiness.js';
+import { lagOf } from '../supervision/lag.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
 import { keysFile } from '../keys/keys-files.js';

@@ -18,8 +18,8 @@ import {
   type Positions,
   type UnreadableBatch,
 } from '../kafka/port.js';
-import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
-import { Supervisor } from '../lifecycle/supervisor.js';
+import { lagOf, type LagSnapshot, type PartitionLag } from '../supervision/lag.js';
+import { Supervisor } from '../supervision/supervisor.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
 import { removeModelFile } from '../read-model/database.js';
 import type { BatchOutcome } from '../read-model/writer.js';

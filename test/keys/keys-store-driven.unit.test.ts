@@ -11,8 +11,8 @@ import type { ProjectorSpec, RunningProjector } from '../../src/projector/projec
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { keysFile, KeysStore, type KeysStoreOptions } from '../../src/keys/keys-store.js';
 import { offsetKey, type UnreadableBatch } from '../../src/kafka/port.js';
-import type { Clock } from '../../src/lifecycle/clock.js';
-import type { RestartReason } from '../../src/lifecycle/supervisor.js';
+import type { Clock } from '../../src/supervision/clock.js';
+import type { RestartReason } from '../../src/supervision/supervisor.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import type { BatchOutcome } from '../../src/read-model/writer.js';
 import { apiKeyIssued } from '../helpers/events.js';

@@ -1,7 +1,7 @@
 /** The keys store as the lifecycle of the served model runs it: its options, restarts and metrics. */
-import type { LifecycleOptions } from '../lifecycle/options.js';
-import type { RestartReason } from '../lifecycle/supervisor.js';
-import { KeysStore } from './keys-store.js';
+import type { LifecycleOptions } from './options.js';
+import type { RestartReason } from '../supervision/supervisor.js';
+import { KeysStore } from '../keys/keys-store.js';
 
 /** The keys consumer must have fetched within this long for the replica to be ready (KEYS_STALL_MS). */
 const defaultKeysStallMs = 3000;
