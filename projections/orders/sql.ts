@@ -3,6 +3,7 @@
  * executes these; it writes no SQL of its own against these tables.
  */
 import { DAY_MS } from './listing.js';
+import { PROJECTION_VERSION } from './schema.js';
 import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
 
 /** `n` rows of `width` positional parameters each, as a VALUES list: `(?, ?), (?, ?)`. */
@@ -178,33 +179,24 @@ export const readSql = {
 } as const;
 
 /**
- * The read statements for a file of this projection version or, `hasSubMillisecond` false, of
- * version 2 or older, served while its successor is built: it has no `created_at_sub` and orders the
- * listing by the millisecond only.
+ * How this code reads a file of one projection version: its read statements, and whether an entity
+ * tag from it names the file. The current version's is below; the previous version's is in
+ * `compat/v<N-1>.ts`, and `compat/readable.ts` lists the two (no other version is read).
  */
-export function readSqlFor(hasSubMillisecond: boolean): typeof readSql {
-  if (hasSubMillisecond) return readSql;
-  return Object.fromEntries(
-    Object.entries(readSql).map(([name, text]) => [name, text.replaceAll('created_at_sub DESC, ', '')]),
-  ) as unknown as typeof readSql;
+export interface ReadLayout {
+  version: number;
+  sql: Record<keyof typeof readSql, string>;
+  /** the file's digests are only counters, equal in two files whose answers differ: the tag names the file */
+  tagNamesFile: boolean;
 }
 
-/**
- * The change counters of a file of projection version 3, in place of the digests of the later
- * versions: served read-only while its successor is built, so they name the file in the tag.
- */
-export const changeCounterSql = {
-  orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS digest`,
-  orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS digest`,
-} as const;
+export const currentLayout: ReadLayout = { version: PROJECTION_VERSION, sql: readSql, tagNamesFile: false };
 
 /** What a file says of itself: its projection version, its layout, its indexes. */
 export const metaSql = {
   hasProjectionMeta: `SELECT 1 FROM sqlite_schema WHERE name = 'projection_meta'`,
   insertProjectionVersion: `INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`,
   projectionVersion: `SELECT value FROM projection_meta WHERE key = 'projection_version'`,
-  hasTable: `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`,
-  orderColumns: `SELECT name FROM pragma_table_info('orders')`,
   /** explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints */
   explicitIndexes: `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`,
 } as const;

@@ -104,23 +104,6 @@ describe('ReadModelReader deep offsets', () => {
       { numRuns: 200 },
     );
   });
-
-  it('on a file of projection version 1 (no per-day counters) deep pages are found by stepping the index', () => {
-    const { db, apply } = memoryReadModel();
-    instants.forEach((created, i) =>
-      apply(orderCreated({ order_id: i + 1, created_at: created }, { occurred_at: at(0) })),
-    );
-    const current = new ReadModelReader(db, { deepOffsetFrom: 0 });
-    const expected = [0, 3, 5, 7].map((offset) =>
-      current.orderPage({ orgId: 1, status: null, limit: 2, offset }),
-    );
-    db.exec('DROP TABLE org_order_days');
-    const onVersion1 = new ReadModelReader(db, { deepOffsetFrom: 0 });
-    expect(
-      [0, 3, 5, 7].map((offset) => onVersion1.orderPage({ orgId: 1, status: null, limit: 2, offset })),
-    ).toEqual(expected);
-    expect(expected.map((page) => page.orders.length)).toEqual([2, 2, 2, 1]);
-  });
 });
 
 describe('remembered digests and positions', () => {
