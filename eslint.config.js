@@ -102,7 +102,7 @@ export default tseslint.config(
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
     },
-    // the lifecycle runs the keys store (lifecycle/keys-of-lifecycle.ts), never the other way
+    // the lifecycle runs the keys store through the keys' port (KeysHost), never the other way
     {
       files: ['src/keys/**/*.ts'],
       folders: [...srcOutside, 'lifecycle', 'http', 'cli'],
@@ -243,7 +243,9 @@ function reaches(graph, to, from) {
   while (queue.length > 0) {
     for (const next of graph.get(queue.shift()) ?? []) {
       if (next === from) return true;
-      if (!seen.has(next)) seen.add(next) && queue.push(next);
+      if (seen.has(next)) continue;
+      seen.add(next);
+      queue.push(next);
     }
   }
   return false;

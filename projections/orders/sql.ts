@@ -1,10 +1,11 @@
 /**
  * The SQL that writes and reads the read model's tables. src/ prepares and
- * executes these; it writes no SQL of its own against these tables.
+ * executes these; it writes no SQL of its own against these tables. The keys store's table has its
+ * own (`projections/keys/sql.ts`); the positions, dead letters and version below serve both stores.
  */
 import { DAY_MS } from './listing.js';
 import { PROJECTION_VERSION } from './schema.js';
-import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
+import { articleColumns, orderColumns } from './rows.js';
 
 /** `n` rows of `width` positional parameters each, as a VALUES list: `(?, ?), (?, ?)`. */
 function valueRows(width: number, n: number, row = `(${Array<string>(width).fill('?').join(', ')})`): string {
@@ -66,9 +67,6 @@ export const writeSql = {
   /** The rows of the ids in a JSON array: a batch reads its rows with one statement per table. */
   selectOrders: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id IN (SELECT value FROM json_each(?))`,
   selectArticles: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id IN (SELECT value FROM json_each(?))`,
-  selectApiKeys: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id IN (SELECT value FROM json_each(?))`,
-  /** Parameters: the values of `apiKeyColumns`, in that order. */
-  upsertApiKey: upsert('api_keys', apiKeyColumns),
   /** Adds a batch's net increase to a counter (the CHECK applies to the VALUES row too, so only > 0). */
   increaseOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, ?)
     ON CONFLICT (org_id, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
@@ -122,7 +120,6 @@ function xorPart(table: string, key: string): string[] {
 export const joinPartSql = [
   copyPart('orders', orderColumns, 'order_id'),
   copyPart('articles', articleColumns, 'article_id'),
-  copyPart('api_keys', apiKeyColumns, 'key_id'),
   addPart('org_order_counts', ['org_id', 'listed_status'], 'orders'),
   addPart('org_order_days', ['org_id', 'day', 'listed_status'], 'orders'),
   ...xorPart('org_digests', 'org_id'),
@@ -208,7 +205,6 @@ export const operatorSql = {
       (SELECT coalesce(sum(orders), 0) FROM org_order_counts) AS listedOrders,
       (SELECT count(DISTINCT org_id) FROM org_order_counts) AS organizations,
       (SELECT count(*) FROM articles WHERE removed = 0) AS articles,
-      (SELECT count(*) FROM api_keys WHERE revoked = 0) AS activeKeys,
       (SELECT count(*) FROM dead_letters) AS deadLetters`,
   deadLettersByReason: `SELECT reason, count(*) AS n FROM dead_letters GROUP BY reason ORDER BY n DESC`,
   newestDeadLetters: `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
@@ -216,11 +212,4 @@ export const operatorSql = {
     FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
   operatorSkips: `SELECT topic, partition, "offset", detail, recorded_at FROM dead_letters
     WHERE reason = 'skipped_by_operator' ORDER BY id`,
-} as const;
-
-/** What authentication reads from the keys store (`src/keys/`): a key by its hash, and by its id. */
-const keyColumns = 'key_id, org_id, revoked, v_at, v_sub, v_rank, v_id';
-export const keysSql = {
-  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
-  keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
 } as const;

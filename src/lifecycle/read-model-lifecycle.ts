@@ -6,7 +6,7 @@
  */
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { orderModelRoles } from '../../schemas/events.js';
-import { keysStoreOf } from './keys-of-lifecycle.js';
+import { keysStoreOf } from '../keys/keys-of-lifecycle.js';
 import type { KeysStore } from '../keys/keys-store.js';
 import type { PartitionEnds } from '../kafka/port.js';
 import type { ReadView } from '../read-model/read-view.js';

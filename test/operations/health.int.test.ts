@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { removeModelFile } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { keyOf } from '../helpers/api.js';
-import { previousVersionFileFrom } from '../helpers/previous-version.js';
+import { previousVersionFileFrom } from '../../tools/model-progress.js';
 import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { serviceFixture } from '../helpers/service.js';

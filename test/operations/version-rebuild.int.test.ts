@@ -12,7 +12,7 @@ import { apiKeyRevoked, at } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { runLoad, type LoadReport } from '../../tools/load.js';
 import { serviceFixture } from '../helpers/service.js';
-import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { markPreviousProjectionVersion } from '../../tools/model-progress.js';
 
 const loadMs = Number(process.env['VERSION_REBUILD_LOAD_MS'] ?? 3000);
 
@@ -36,7 +36,7 @@ describe('version rebuild', () => {
     await first.close();
 
     const oldFile = new ModelFiles(fixture.dataDir).currentFile()!;
-    markProjectionVersion1(oldFile);
+    markPreviousProjectionVersion(oldFile);
 
     const service = await fixture.start();
     expect(service.health()).toMatchObject({ state: 'rebuilding', rebuilding: true, ready: false });

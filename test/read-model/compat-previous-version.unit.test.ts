@@ -10,7 +10,7 @@ import { openReadModel } from '../../src/read-model/database.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { fileIdentity, UnreadableProjectionVersion } from '../../src/read-model/reader-statements.js';
 import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';
-import { previousVersionFileFrom } from '../helpers/previous-version.js';
+import { previousVersionFileFrom } from '../../tools/model-progress.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
 import { positionKey, ReadModelReader, type ModelPosition } from '../../src/read-model/reader.js';
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
@@ -111,7 +111,7 @@ describe('remembered digests and positions', () => {
 
   it('are one snapshot of the file: kept until forgetChanges() or a page read of a newer state, and never older than the page', async () => {
     const file = join(dir, 'model.sqlite');
-    const model = memoryReadModel(openReadModel(file));
+    const model = memoryReadModel(openOneFileModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
     const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
     const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>

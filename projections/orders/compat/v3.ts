@@ -20,5 +20,15 @@ export const v3: ReadLayout = {
   tagNamesFile: true,
 };
 
+/** The tables version 3 has as version 4 has them, column for column. */
+export const v3TablesAsCurrent = [
+  'orders',
+  'articles',
+  'org_order_counts',
+  'org_order_days',
+  'consumer_offsets',
+  'dead_letters',
+] as const;
+
 /** The schema of version 3 as it shipped, for tests (the code never creates such a file). */
 export const v3SchemaSqlFile = new URL('./v3.schema.sql', import.meta.url);

@@ -4,7 +4,7 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { keysStoreOf } from '../../src/lifecycle/keys-of-lifecycle.js';
+import { keysStoreOf } from '../../src/keys/keys-of-lifecycle.js';
 import type { KeysStoreOptions } from '../../src/keys/keys-store.js';
 import type { LifecycleOptions } from '../../src/lifecycle/options.js';
 import type { ModelFiles } from '../../src/read-model/files.js';
