@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import js from '@eslint/js';
 import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript';
 import { importX } from 'eslint-plugin-import-x';
@@ -93,9 +95,17 @@ export default tseslint.config(
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
     },
+    // what the keys store and the lifecycle both run on: a supervisor, a clock, lag
+    {
+      files: ['src/supervision/**/*.ts'],
+      folders: [...srcOutside, 'read-model', 'keys', 'lifecycle', 'http', 'cli'],
+      packages: ['kafkajs', 'better-sqlite3'],
+      extra: otelLoadedLazily,
+    },
+    // the lifecycle runs the keys store through the keys' port (KeysHost), never the other way
     {
       files: ['src/keys/**/*.ts'],
-      folders: [...srcOutside, 'http', 'cli'],
+      folders: [...srcOutside, 'lifecycle', 'http', 'cli'],
       packages: ['kafkajs', 'better-sqlite3'],
       extra: otelLoadedLazily,
     },
@@ -122,6 +132,13 @@ export default tseslint.config(
       'import-x/resolver-next': [createTypeScriptImportResolver({ project: 'tsconfig.json' })],
     },
     rules: { 'import-x/no-cycle': ['error', { ignoreExternal: true }] },
+  },
+  {
+    // Nor between the folders of src/: no import of a folder that imports this one back, directly
+    // or through others (a new cycle fails here even where no folder rule above names it).
+    files: ['src/**/*.ts'],
+    plugins: { local: { rules: { 'no-folder-cycle': noFolderCycle(srcFolderGraph()) } } },
+    rules: { 'local/no-folder-cycle': 'error' },
   },
   {
     // Tests index into fixtures they just built; a failed assertion is the better error there.
@@ -181,4 +198,81 @@ function boundaryRules(groups) {
       ],
     },
   }));
+}
+
+/**
+ * The unit of src/ a file belongs to: its folder below src/ (`keys`, `lifecycle`), or for a file
+ * directly in src/ the file itself (`config.ts`); null outside src/.
+ */
+function srcUnitOf(file) {
+  const path = relative(join(import.meta.dirname, 'src'), file);
+  if (path.startsWith('..') || path === '') return null;
+  return path.split(sep)[0];
+}
+
+/** The relative imports of a source text: static, re-exports and import(). */
+function specifiersOf(text) {
+  const found = [];
+  const pattern = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"](\.[^'"]+)['"]/gm;
+  for (const match of text.matchAll(pattern)) found.push(match[1]);
+  return found;
+}
+
+/** Which units of src/ each unit imports, read from the files on disk once per lint run. */
+function srcFolderGraph() {
+  const graph = new Map();
+  const root = join(import.meta.dirname, 'src');
+  for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || !/\.(ts|mts)$/.test(entry.name)) continue;
+    const file = join(entry.parentPath, entry.name);
+    const from = srcUnitOf(file);
+    for (const specifier of specifiersOf(readFileSync(file, 'utf8'))) {
+      const to = srcUnitOf(resolve(dirname(file), specifier).replace(/\.js$/, '.ts'));
+      if (to === null || to === from) continue;
+      if (!graph.has(from)) graph.set(from, new Set());
+      graph.get(from).add(to);
+    }
+  }
+  return graph;
+}
+
+/** True when `to` imports `from`, directly or through other units. */
+function reaches(graph, to, from) {
+  const seen = new Set([to]);
+  const queue = [to];
+  while (queue.length > 0) {
+    for (const next of graph.get(queue.shift()) ?? []) {
+      if (next === from) return true;
+      if (seen.has(next)) continue;
+      seen.add(next);
+      queue.push(next);
+    }
+  }
+  return false;
+}
+
+/** Fails an import of a unit of src/ that imports the importing file's unit back. */
+function noFolderCycle(graph) {
+  return {
+    meta: { type: 'problem', schema: [] },
+    create(context) {
+      const from = srcUnitOf(context.filename);
+      const check = (node) => {
+        const specifier = node.source?.value;
+        if (from === null || typeof specifier !== 'string' || !specifier.startsWith('.')) return;
+        const to = srcUnitOf(resolve(dirname(context.filename), specifier).replace(/\.js$/, '.ts'));
+        if (to === null || to === from || !reaches(graph, to, from)) return;
+        context.report({
+          node: node.source,
+          message: `src/${from} imports src/${to}, which imports src/${from} back: make the dependency one-way (docs/development.md, "Lint boundaries")`,
+        });
+      };
+      return {
+        ImportDeclaration: check,
+        ExportNamedDeclaration: check,
+        ExportAllDeclaration: check,
+        ImportExpression: check,
+      };
+    },
+  };
 }

@@ -16,7 +16,7 @@ import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/streams.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import { runLoad, type LoadReport } from '../tools/load.js';
-import { markProjectionVersion1 } from '../tools/model-progress.js';
+import { markPreviousProjectionVersion } from '../tools/model-progress.js';
 import {
   benchBroker,
   benchDataOf,
@@ -55,7 +55,7 @@ async function healthOf(service: ServiceProcess): Promise<Health> {
 function markOlderVersion(dataDir: string): string {
   const file = new ModelFiles(dataDir).currentFile();
   if (file === null) throw new Error(`no served model in ${dataDir}`);
-  markProjectionVersion1(file);
+  markPreviousProjectionVersion(file);
   return file;
 }
 

@@ -16,7 +16,7 @@ import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
 import { RequestThreads } from './http/threads/request-threads.js';
 import type { KafkaPort } from './kafka/port.js';
-import { systemClock } from './lifecycle/clock.js';
+import { systemClock } from './supervision/clock.js';
 import type { RunningProjector } from './projector/projector-handle.js';
 import {
   ReadModelLifecycle,

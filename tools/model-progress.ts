@@ -1,9 +1,11 @@
 /**
  * How far a model file has got, read from the file itself, and how far the topics go (for code that
- * watches the service: tests, benchmarks); and a model file turned into one of an older release.
+ * watches the service: tests, benchmarks); and a model file turned into one of the previous release.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { v3SchemaSqlFile, v3TablesAsCurrent } from '../projections/orders/compat/v3.js';
+import { metaSql } from '../projections/orders/sql.js';
 import type { KafkaPort } from '../src/kafka/port.js';
 import { keysFile } from '../src/keys/keys-store.js';
 import { ModelFiles } from '../src/read-model/files.js';
@@ -49,12 +51,42 @@ export async function topicEndOffsets(
   return (await kafka.endOffsets(topics)).reduce((sum, p) => sum + p.end, 0);
 }
 
-/** Marks a (closed) model file as built by projection version 1, as a file of an older release is. */
-export function markProjectionVersion1(file: string): void {
-  const db = new Database(file, { fileMustExist: true });
+/**
+ * Creates `file` as projection version 3 created its files, from that version's checked-in schema
+ * (`projections/orders/compat/v3.schema.sql`, never faked from today's), holding the rows of the file
+ * `from` of the current version, with the given change counters where the current version has digests.
+ */
+export function previousVersionFileFrom(
+  from: string,
+  file: string,
+  counters: { org?: Record<number, number>; order?: Record<number, number> } = {},
+): void {
+  const db = new Database(file);
   try {
-    db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
+    db.exec(readFileSync(v3SchemaSqlFile, 'utf8'));
+    db.prepare(metaSql.insertProjectionVersion).run('3');
+    db.prepare('ATTACH DATABASE ? AS projected').run(from);
+    for (const table of v3TablesAsCurrent)
+      db.exec(`INSERT INTO main.${table} SELECT * FROM projected.${table}`);
+    db.exec(`INSERT INTO main.projection_meta
+      SELECT * FROM projected.projection_meta WHERE key <> 'projection_version'`);
+    db.exec('DETACH DATABASE projected');
+    const count = db.prepare('INSERT INTO org_changes (org_id, changes) VALUES (?, ?)');
+    for (const [id, n] of Object.entries(counters.org ?? {})) count.run(Number(id), n);
+    const orderCount = db.prepare('INSERT INTO order_changes (order_id, changes) VALUES (?, ?)');
+    for (const [id, n] of Object.entries(counters.order ?? {})) orderCount.run(Number(id), n);
   } finally {
     db.close();
   }
+}
+
+/**
+ * Turns a (closed) model file of this projection version into one of the previous version with the
+ * same rows, as a replica of the previous release leaves it (`previousVersionFileFrom`).
+ */
+export function markPreviousProjectionVersion(file: string): void {
+  const previous = `${file}.previous`;
+  previousVersionFileFrom(file, previous);
+  for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+  renameSync(previous, file);
 }

@@ -2,10 +2,11 @@
  * The projection: pure functions from (event, current rows) to the rows to write. No I/O, no clock.
  * Convergence (docs/events.md) comes from comparing fact versions per field group, so any
  * interleaving and any redelivery of the same facts yields the same rows. `evolve` hands each event
- * to the rules of its family: `order-events.ts`, `article-events.ts`, `api-key-events.ts`.
+ * to the rules of its family: `order-events.ts`, `article-events.ts`, and the keys store's `../keys/api-key-events.ts`.
  */
 import type { DomainEvent } from '../../schemas/events.js';
-import { applyApiKeyIssued, applyApiKeyRevoked, type ApiKeyChange } from './api-key-events.js';
+import { applyApiKeyIssued, applyApiKeyRevoked, type ApiKeyChange } from '../keys/api-key-events.js';
+import type { ApiKeyRow } from '../keys/rows.js';
 import { applyArticlePublished, applyArticleRemoved, type ArticleChange } from './article-events.js';
 import {
   applyOrderCreated,
@@ -14,7 +15,7 @@ import {
   applyOrderUpdated,
   type OrderChange,
 } from './order-events.js';
-import type { ApiKeyRow, ArticleRow, OrderRow } from './rows.js';
+import type { ArticleRow, OrderRow } from './rows.js';
 
 export interface CurrentRows {
   order(orderId: number): OrderRow | undefined;

@@ -6,8 +6,8 @@
 import type { OrderCreated, OrderDeleted, OrderStatusChanged, OrderUpdated } from '../../schemas/events.js';
 import type { OrderRow } from './rows.js';
 import { listedStatusOf, type ListedStatus } from './status.js';
-import { supersedes, type FactVersion } from './fact-version.js';
-import { instantOf, storedVersion, toEpochMs, versionOf } from './versions.js';
+import { supersedes, type FactVersion } from '../facts/fact-version.js';
+import { instantOf, storedVersion, toEpochMs, versionOf } from '../facts/versions.js';
 
 /** What an order event changes: the row before and after it. */
 export interface OrderChange {

@@ -44,18 +44,6 @@ export interface ArticleRow {
   v_id: string;
 }
 
-/** One row of `api_keys`: only the SHA-256 of a key is ever stored. */
-export interface ApiKeyRow {
-  key_id: string;
-  org_id: number | null;
-  key_sha256: string | null;
-  revoked: 0 | 1;
-  v_at: number;
-  v_sub: number;
-  v_rank: 0 | 1;
-  v_id: string;
-}
-
 export const orderColumns = [
   'order_id',
   'org_id',
@@ -95,17 +83,6 @@ export const articleColumns = [
   'v_rank',
   'v_id',
 ] as const satisfies readonly (keyof ArticleRow)[];
-
-export const apiKeyColumns = [
-  'key_id',
-  'org_id',
-  'key_sha256',
-  'revoked',
-  'v_at',
-  'v_sub',
-  'v_rank',
-  'v_id',
-] as const satisfies readonly (keyof ApiKeyRow)[];
 
 /** The row an event is about: its table and key. */
 export type NamedRow =

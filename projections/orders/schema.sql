@@ -1,6 +1,9 @@
 -- The read model of the External Orders API at the current projection version (PROJECTION_VERSION in
--- version.ts). A new file is created from this file alone; a file of another version is never
+-- schema.ts). A new file is created from this file alone; a file of another version is never
 -- migrated in place: the service rebuilds it from the topics (docs/architecture.md, "The read model").
+-- The API keys are not here: they live in the keys store, with a schema and a version of its own
+-- (projections/keys/schema.sql). Files of version 4 created before the split still hold an empty
+-- api_keys table, which nothing reads or writes.
 --
 -- Every fact table keeps, per field group, the version of the fact that set it: occurred_at as epoch
 -- milliseconds (`*_v_at`) and the nanoseconds within that millisecond (`*_v_sub`, 0–999 999), then
@@ -83,20 +86,6 @@ CREATE TABLE articles (
 CREATE INDEX articles_of_order
   ON articles (order_id, published_at_ms, article_id, article_url, website_domain)
   WHERE removed = 0;
-
--- Only the SHA-256 of a key is ever stored.
-CREATE TABLE api_keys (
-  key_id     TEXT PRIMARY KEY,
-  org_id     INTEGER,
-  key_sha256 TEXT,
-  revoked    INTEGER NOT NULL CHECK (revoked IN (0, 1)),
-  v_at       INTEGER NOT NULL,
-  v_sub      INTEGER NOT NULL DEFAULT 0,
-  v_rank     INTEGER NOT NULL,
-  v_id       TEXT NOT NULL
-) STRICT, WITHOUT ROWID;
-
-CREATE INDEX api_keys_active_by_hash ON api_keys (key_sha256) WHERE revoked = 0;
 
 -- Digests for conditional requests (digests.ts): the XOR of a hash of each shown row, kept in the
 -- same transaction as every change, so an entity tag derived from one changes whenever the answer

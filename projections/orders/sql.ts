@@ -1,10 +1,12 @@
 /**
  * The SQL that writes and reads the read model's tables. src/ prepares and
- * executes these; it writes no SQL of its own against these tables.
+ * executes these; it writes no SQL of its own against these tables. The keys store's table has its
+ * own (`projections/keys/sql.ts`); the positions, dead letters and version below serve both stores.
  */
 import { answerColumns, articleFields, articleListOrderFields, orderFields } from './answers.js';
 import { DAY_MS } from './listing.js';
-import { apiKeyColumns, articleColumns, orderColumns } from './rows.js';
+import { PROJECTION_VERSION } from './schema.js';
+import { articleColumns, orderColumns } from './rows.js';
 
 /** `n` rows of `width` positional parameters each, as a VALUES list: `(?, ?), (?, ?)`. */
 function valueRows(width: number, n: number, row = `(${Array<string>(width).fill('?').join(', ')})`): string {
@@ -66,9 +68,6 @@ export const writeSql = {
   /** The rows of the ids in a JSON array: a batch reads its rows with one statement per table. */
   selectOrders: `SELECT ${orderColumns.join(', ')} FROM orders WHERE order_id IN (SELECT value FROM json_each(?))`,
   selectArticles: `SELECT ${articleColumns.join(', ')} FROM articles WHERE article_id IN (SELECT value FROM json_each(?))`,
-  selectApiKeys: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id IN (SELECT value FROM json_each(?))`,
-  /** Parameters: the values of `apiKeyColumns`, in that order. */
-  upsertApiKey: upsert('api_keys', apiKeyColumns),
   /** Adds a batch's net increase to a counter (the CHECK applies to the VALUES row too, so only > 0). */
   increaseOrderCount: `INSERT INTO org_order_counts (org_id, listed_status, orders) VALUES (?, ?, ?)
     ON CONFLICT (org_id, listed_status) DO UPDATE SET orders = orders + excluded.orders`,
@@ -122,7 +121,6 @@ function xorPart(table: string, key: string): string[] {
 export const joinPartSql = [
   copyPart('orders', orderColumns, 'order_id'),
   copyPart('articles', articleColumns, 'article_id'),
-  copyPart('api_keys', apiKeyColumns, 'key_id'),
   addPart('org_order_counts', ['org_id', 'listed_status'], 'orders'),
   addPart('org_order_days', ['org_id', 'day', 'listed_status'], 'orders'),
   ...xorPart('org_digests', 'org_id'),
@@ -185,33 +183,24 @@ export const readSql = {
 } as const;
 
 /**
- * The read statements for a file of this projection version or, `hasSubMillisecond` false, of
- * version 2 or older, served while its successor is built: it has no `created_at_sub` and orders the
- * listing by the millisecond only.
+ * How this code reads a file of one projection version: its read statements, and whether an entity
+ * tag from it names the file. The current version's is below; the previous version's is in
+ * `compat/v<N-1>.ts`, and `compat/readable.ts` lists the two (no other version is read).
  */
-export function readSqlFor(hasSubMillisecond: boolean): typeof readSql {
-  if (hasSubMillisecond) return readSql;
-  return Object.fromEntries(
-    Object.entries(readSql).map(([name, text]) => [name, text.replaceAll('created_at_sub DESC, ', '')]),
-  ) as unknown as typeof readSql;
+export interface ReadLayout {
+  version: number;
+  sql: Record<keyof typeof readSql, string>;
+  /** the file's digests are only counters, equal in two files whose answers differ: the tag names the file */
+  tagNamesFile: boolean;
 }
 
-/**
- * The change counters of a file of projection version 3, in place of the digests of the later
- * versions: served read-only while its successor is built, so they name the file in the tag.
- */
-export const changeCounterSql = {
-  orgChanges: `SELECT coalesce((SELECT changes FROM org_changes WHERE org_id = ?), 0) AS digest`,
-  orderChanges: `SELECT coalesce((SELECT changes FROM order_changes WHERE order_id = ?), 0) AS digest`,
-} as const;
+export const currentLayout: ReadLayout = { version: PROJECTION_VERSION, sql: readSql, tagNamesFile: false };
 
 /** What a file says of itself: its projection version, its layout, its indexes. */
 export const metaSql = {
   hasProjectionMeta: `SELECT 1 FROM sqlite_schema WHERE name = 'projection_meta'`,
   insertProjectionVersion: `INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`,
   projectionVersion: `SELECT value FROM projection_meta WHERE key = 'projection_version'`,
-  hasTable: `SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?`,
-  orderColumns: `SELECT name FROM pragma_table_info('orders')`,
   /** explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints */
   explicitIndexes: `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`,
 } as const;
@@ -223,7 +212,6 @@ export const operatorSql = {
       (SELECT coalesce(sum(orders), 0) FROM org_order_counts) AS listedOrders,
       (SELECT count(DISTINCT org_id) FROM org_order_counts) AS organizations,
       (SELECT count(*) FROM articles WHERE removed = 0) AS articles,
-      (SELECT count(*) FROM api_keys WHERE revoked = 0) AS activeKeys,
       (SELECT count(*) FROM dead_letters) AS deadLetters`,
   deadLettersByReason: `SELECT reason, count(*) AS n FROM dead_letters GROUP BY reason ORDER BY n DESC`,
   newestDeadLetters: `SELECT topic, partition, "offset", CAST(message_key AS TEXT) AS key, reason, detail, recorded_at,
@@ -231,11 +219,4 @@ export const operatorSql = {
     FROM dead_letters WHERE (@reason IS NULL OR reason = @reason) ORDER BY id DESC LIMIT @limit`,
   operatorSkips: `SELECT topic, partition, "offset", detail, recorded_at FROM dead_letters
     WHERE reason = 'skipped_by_operator' ORDER BY id`,
-} as const;
-
-/** What authentication reads from the keys store (`src/keys/`): a key by its hash, and by its id. */
-const keyColumns = 'key_id, org_id, revoked, v_at, v_sub, v_rank, v_id';
-export const keysSql = {
-  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
-  keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
 } as const;

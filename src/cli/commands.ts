@@ -1,6 +1,8 @@
 /** The CLI's subcommands. Each receives what it needs; main.ts builds it. */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { KEYS_STORE_VERSION, keysStoreSchema } from '../../projections/keys/schema.js';
+import { keysSql } from '../../projections/keys/sql.js';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
 import type { ServiceConfig } from '../config.js';
@@ -9,7 +11,7 @@ import { rebuildModel } from '../projector/rebuild.js';
 import { sha256Hex } from '../http/bearer-key.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import { type KafkaPort, offsetKey } from '../kafka/port.js';
-import { lagOf } from '../lifecycle/readiness.js';
+import { lagOf } from '../supervision/lag.js';
 import type { Logger } from '../logger.js';
 import { openReadModel, projectionVersionOf, type ReadModelDatabase } from '../read-model/database.js';
 import { keysFile } from '../keys/keys-files.js';
@@ -96,7 +98,9 @@ export function deadLetters(
 ): void {
   const { db } = openLive(ctx);
   const keysPath = keysFile(ctx.config.dataDir);
-  const keys = existsSync(keysPath) ? openReadModel(keysPath, { readonly: true }) : null;
+  const keys = existsSync(keysPath)
+    ? openReadModel(keysPath, { readonly: true, store: keysStoreSchema })
+    : null;
   const stores = keys === null ? [db] : [db, keys];
   try {
     if (mode === 'count') {
@@ -128,6 +132,25 @@ export function deadLetters(
   }
 }
 
+/** The keys store's file, its version and its active keys; null when the directory has none yet. */
+function keysFacts(dataDir: string): Record<string, unknown> {
+  const file = keysFile(dataDir);
+  if (!existsSync(file)) return { keysStore: null, activeKeys: null };
+  const db = openReadModel(file, { readonly: true, anyProjectionVersion: true, store: keysStoreSchema });
+  try {
+    const { activeKeys } = db.prepare(keysSql.activeKeys).get() as { activeKeys: number };
+    const version = projectionVersionOf(db);
+    return {
+      keysStore: file,
+      keysStoreVersion: version,
+      codeKeysStoreVersion: KEYS_STORE_VERSION,
+      activeKeys,
+    };
+  } finally {
+    db.close();
+  }
+}
+
 export async function status(ctx: CommandContext): Promise<void> {
   const { file, db } = openLive(ctx);
   const files = new ModelFiles(ctx.config.dataDir);
@@ -142,6 +165,7 @@ export async function status(ctx: CommandContext): Promise<void> {
       projectionVersion: projectionVersionOf(db),
       codeProjectionVersion: PROJECTION_VERSION,
       ...(db.prepare(operatorSql.modelCounts).get() as Record<string, number>),
+      ...keysFacts(ctx.config.dataDir),
       abandonedBuilds: files.abandonedBuilds(),
       proposedNext: files.nextFile(),
       rebuildLock: files.lockHolder(),

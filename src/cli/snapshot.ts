@@ -15,7 +15,9 @@ import {
   rmSync,
   statSync,
 } from 'node:fs';
-import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
+import { ordersModelSchema } from '../../projections/orders/schema.js';
+import type { StoreSchema } from '../../projections/store-schema.js';
 import { writeSql } from '../../projections/orders/sql.js';
 import { keysFile } from '../keys/keys-files.js';
 import { openReadModel, projectionVersionOf } from '../read-model/database.js';
@@ -81,10 +83,15 @@ function vacuumInto(file: string, to: string): void {
 }
 
 /**
- * What makes a copy fit to serve: SQLite's integrity check, this code's projection version, and
- * positions that are offsets. Throws SnapshotRefused saying what is wrong.
+ * What makes a copy fit to serve: SQLite's integrity check, this code's version of its store (the
+ * orders model's, or the keys store's), and positions that are offsets. Throws SnapshotRefused
+ * saying what is wrong.
  */
-function checkedFacts(file: string, shownAs: string): { projectionVersion: number; positions: number } {
+function checkedFacts(
+  file: string,
+  shownAs: string,
+  store: StoreSchema = ordersModelSchema,
+): { projectionVersion: number; positions: number } {
   let facts: { projectionVersion: number; positions: number };
   try {
     const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
@@ -114,9 +121,9 @@ function checkedFacts(file: string, shownAs: string): { projectionVersion: numbe
       `${shownAs} is not a readable read model (${error instanceof Error ? error.message : String(error)}); take a new snapshot from a running replica.`,
     );
   }
-  if (facts.projectionVersion !== PROJECTION_VERSION) {
+  if (facts.projectionVersion !== store.version) {
     throw new SnapshotRefused(
-      `${shownAs} holds projection version ${facts.projectionVersion}; this code projects version ${PROJECTION_VERSION}. Take a snapshot from a replica that runs this version, or start without one (the replica then replays the topics).`,
+      `${shownAs} holds ${store.versionName} ${facts.projectionVersion}; this code projects version ${store.version}. Take a snapshot from a replica that runs this version, or start without one (the replica then replays the topics).`,
     );
   }
   return facts;
@@ -179,7 +186,7 @@ function restoreKeys(dataDir: string, from: string): SnapshotFacts['keys'] {
   try {
     copyFileSync(copy, restoring);
     fsyncFile(restoring);
-    const facts = checkedFacts(restoring, copy);
+    const facts = checkedFacts(restoring, copy, keysStoreSchema);
     renameSync(restoring, store);
     return { file: store, positions: facts.positions };
   } finally {

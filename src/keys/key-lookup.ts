@@ -7,12 +7,13 @@
  * thread reads that commit at its next lookup; and the store only moves forward (`keys-store.ts`),
  * so no later read sees an older state.
  *
- * While a successor store of a new projection version is built, the predecessor (frozen at its
+ * While a successor store of a new keys store version is built, the predecessor (frozen at its
  * positions) answers beside it: for each key the newer fact of the two counts, as the projection's
  * convergence rule says, so what either has applied is never forgotten.
  */
-import { keysSql } from '../../projections/orders/sql.js';
-import { supersedes, type FactVersion } from '../../projections/orders/fact-version.js';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
+import { keysSql } from '../../projections/keys/sql.js';
+import { supersedes, type FactVersion } from '../../projections/facts/fact-version.js';
 import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
 import { readsOf, type KeysRef } from '../read-model/read-view.js';
@@ -64,10 +65,14 @@ export class KeyLookup {
 
   /** Read-only connections of this thread to the files `ref` names. */
   static open(ref: KeysRef): KeyLookup {
-    const store = new StoreReads(openReadModel(ref.file, { readonly: true }));
+    const store = new StoreReads(openReadModel(ref.file, { readonly: true, store: keysStoreSchema }));
     if (ref.predecessor === null) return new KeyLookup(store, null, ref.commits);
     try {
-      const predecessor = openReadModel(ref.predecessor, { readonly: true, anyProjectionVersion: true });
+      const predecessor = openReadModel(ref.predecessor, {
+        readonly: true,
+        anyProjectionVersion: true,
+        store: keysStoreSchema,
+      });
       return new KeyLookup(store, new StoreReads(predecessor), ref.commits);
     } catch (error) {
       store.db.close();

@@ -1,24 +1,26 @@
 /**
- * The keys store's files in a data directory: `keys-v<projection version>.sqlite`, and the store of
+ * The keys store's files in a data directory: `keys-v<keys store version>.sqlite`, and the store of
  * an older version that answers beside it until it has been reached. The older store is kept, across
- * restarts too, for as long as this version's store has not reached it on every partition.
+ * restarts too, for as long as this version's store has not reached it on every partition. The
+ * version is the keys store's own (`KEYS_STORE_VERSION`), not the orders model's.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeSql } from '../../projections/orders/sql.js';
-import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { KEYS_STORE_VERSION, keysStoreSchema } from '../../projections/keys/schema.js';
 import { offsetKey, type Positions } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import { historyMissingMessage } from '../kafka/history.js';
 import { counted, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, removeModelFile } from '../read-model/database.js';
+import type { ViewSink } from '../read-model/read-view.js';
 
-/** The keys store of a projection version in `dataDir`. */
-export function keysFile(dataDir: string, version: number = PROJECTION_VERSION): string {
+/** The keys store of a keys store version in `dataDir`. */
+export function keysFile(dataDir: string, version: number = KEYS_STORE_VERSION): string {
   return join(dataDir, `keys-v${version}.sqlite`);
 }
 
-/** The projection versions of the keys stores in `dataDir`, oldest first. */
+/** The keys store versions of the keys stores in `dataDir`, oldest first. */
 export function keysStoreVersions(dataDir: string): number[] {
   // in the function: a module-level pattern is evaluated once, and its mutants never (docs/mutation.md)
   const keysFilePattern = /^keys-v(\d+)\.sqlite$/;
@@ -36,7 +38,7 @@ export function hasReachedAll(positions: Positions, target: Positions): boolean 
 }
 
 export function storedPositions(file: string, anyProjectionVersion = false): Positions {
-  const db = openReadModel(file, { readonly: true, anyProjectionVersion });
+  const db = openReadModel(file, { readonly: true, anyProjectionVersion, store: keysStoreSchema });
   try {
     const positions = new Map<string, number>();
     for (const row of db.prepare(writeSql.selectOffsets).all() as {
@@ -63,9 +65,9 @@ export function openKeysFiles(
 ): { file: string; predecessor: { file: string; positions: Positions } | null } {
   const file = keysFile(dataDir);
   const versions = keysStoreVersions(dataDir);
-  const older = versions.filter((version) => version < PROJECTION_VERSION);
-  const fresh = !versions.includes(PROJECTION_VERSION);
-  openReadModel(file).close();
+  const older = versions.filter((version) => version < KEYS_STORE_VERSION);
+  const fresh = !versions.includes(KEYS_STORE_VERSION);
+  openReadModel(file, { store: keysStoreSchema }).close();
   const newest = older.pop();
   for (const version of older) removeModelFile(keysFile(dataDir, version));
   if (newest === undefined) {
@@ -82,9 +84,28 @@ export function openKeysFiles(
   }
   logger.info(
     { file, predecessor: previous },
-    'building the keys store of this projection version; its predecessor answers beside it until reached',
+    'building the keys store of this keys store version; its predecessor answers beside it until reached',
   );
   return { file, predecessor: { file: previous, positions } };
+}
+
+/**
+ * Closes a retired predecessor's connections and removes its file, once every request thread
+ * answers from the view without it (`views`); a failure is logged.
+ */
+export async function retirePredecessor(
+  file: string,
+  lookup: { close: () => void },
+  options: { views?: ViewSink | undefined; logger: Logger },
+): Promise<void> {
+  try {
+    await options.views?.settled();
+    await new Promise((resolve) => setImmediate(resolve));
+    lookup.close();
+    removeModelFile(file);
+  } catch (error) {
+    options.logger.error({ err: error, file }, 'retiring the keys predecessor failed');
+  }
 }
 
 /**
@@ -96,7 +117,7 @@ export function openKeysFiles(
  * is replaced, as it answers only beside the predecessor. Returns whether it was seeded.
  */
 export function seedFromPredecessor(file: string, predecessor: string, keysTopic: string): boolean {
-  const db = openReadModel(file);
+  const db = openReadModel(file, { store: keysStoreSchema });
   try {
     db.prepare('ATTACH DATABASE ? AS predecessor').run(predecessor);
     try {

@@ -1,9 +1,9 @@
 /** What the keys store is given, and how its consumer is tuned: fetches, restarts, patience. */
 import { rolesOfStore, type TopicRole } from '../../schemas/streams.js';
 import type { StartProjector } from '../projector/projector-handle.js';
-import type { Clock } from '../lifecycle/clock.js';
+import type { Clock } from '../supervision/clock.js';
 import type { Backoff } from '../backoff.js';
-import type { RestartReason } from '../lifecycle/supervisor.js';
+import type { RestartReason } from '../supervision/supervisor.js';
 import type { Logger } from '../logger.js';
 import type { ViewSink } from '../read-model/read-view.js';
 import type { BatchOutcome } from '../read-model/writer.js';

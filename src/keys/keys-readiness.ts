@@ -6,8 +6,8 @@
  * a broker outage and after a restart alike.
  */
 import type { UnreadableBatch } from '../kafka/port.js';
-import { skipHint, totalLag, type LagSnapshot } from '../lifecycle/readiness.js';
-import type { SupervisorStatus } from '../lifecycle/supervisor.js';
+import { skipHint, totalLag, type LagSnapshot } from '../supervision/lag.js';
+import type { SupervisorStatus } from '../supervision/supervisor.js';
 
 export interface KeysReadinessInput {
   now: number;

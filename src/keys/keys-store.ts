@@ -1,9 +1,10 @@
 /**
- * The keys store: one file per data directory (`keys-v<projection version>.sqlite`), fed by the keys
- * topic's own consumer, which commits each batch's effects and its positions in one transaction
- * (synchronous = FULL). It only moves forward: no rebuild, switch or snapshot of the orders model
- * touches it, and it is replaced only by a successor of a new projection version once that has
- * reached it on every partition. Every request thread answers keys from it (`key-lookup.ts`).
+ * The keys store: one file per data directory (`keys-v<KEYS_STORE_VERSION>.sqlite`, its own schema
+ * and version in `projections/keys/`), fed by the keys topic's own consumer, which commits each
+ * batch's effects and its positions in one transaction (synchronous = FULL). It only moves forward:
+ * no rebuild, switch, snapshot or projection version of the orders model touches it, and it is
+ * replaced only by a successor of a new keys store version once that has reached it on every
+ * partition. Every request thread answers keys from it (`key-lookup.ts`).
  *
  * Its consumer joins a group of its own at every start, so no membership a killed process left can
  * keep a partition from it; the positions live in SQLite. A watchdog restarts a consumer that has
@@ -18,16 +19,16 @@ import {
   type Positions,
   type UnreadableBatch,
 } from '../kafka/port.js';
-import { lagOf, type LagSnapshot, type PartitionLag } from '../lifecycle/readiness.js';
-import { Supervisor } from '../lifecycle/supervisor.js';
+import { lagOf, type LagSnapshot, type PartitionLag } from '../supervision/lag.js';
+import { Supervisor } from '../supervision/supervisor.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
-import { removeModelFile } from '../read-model/database.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { KeyLookup, type KeysRef } from './key-lookup.js';
 import {
   hasReachedAll,
   keysFile,
   openKeysFiles,
+  retirePredecessor,
   seedRefusedSuccessor,
   storedPositions,
 } from './keys-files.js';
@@ -234,28 +235,14 @@ export class KeysStore {
       { file: this.file, predecessor: predecessor.file },
       'the keys store has reached its predecessor; the predecessor is retired',
     );
-    const retired = (async () => {
-      await this.options.views?.settled();
-      await new Promise((resolve) => setImmediate(resolve));
-      previous.close();
-      removeModelFile(predecessor.file);
-    })().catch((error: unknown) =>
-      this.options.logger.error(
-        { err: error, file: predecessor.file },
-        'retiring the keys predecessor failed',
-      ),
-    );
+    const retired = retirePredecessor(predecessor.file, previous, this.options);
     this.retiring.add(retired);
     void retired.finally(() => this.retiring.delete(retired));
   }
 
   private newRef(): KeysRef {
     lastRefId += 1;
-    return {
-      id: lastRefId,
-      file: this.file,
-      predecessor: this.predecessor?.file ?? null,
-      commits: this.commits,
-    };
+    const predecessor = this.predecessor?.file ?? null;
+    return { id: lastRefId, file: this.file, predecessor, commits: this.commits };
   }
 }

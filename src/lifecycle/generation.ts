@@ -14,9 +14,9 @@ import { ReadModelReader } from '../read-model/reader.js';
 import { newCacheEpochs } from '../read-model/reader-caches.js';
 import type { BatchOutcome } from '../read-model/writer.js';
 import { givesWay, newGiveWayFlag, setGiveWay } from '../shared-flags.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../supervision/clock.js';
 import type { Backoff } from '../backoff.js';
-import { Supervisor, type RestartReason, type SupervisorStatus } from './supervisor.js';
+import { Supervisor, type RestartReason, type SupervisorStatus } from '../supervision/supervisor.js';
 
 /** What a generation needs to run a projector, and whom it tells what the projector does. */
 export interface ProjectorDeps {

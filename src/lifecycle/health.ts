@@ -7,9 +7,10 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { offsetKey, type PartitionEnds, type UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { Generation } from './generation.js';
-import { lagOf, readiness, totalLag, type LagSnapshot, type PartitionLag } from './readiness.js';
+import { lagOf, totalLag, type LagSnapshot, type PartitionLag } from '../supervision/lag.js';
+import { readiness } from './readiness.js';
 import type { LifecycleState, ServiceState } from './states.js';
-import type { SupervisorStatus } from './supervisor.js';
+import type { SupervisorStatus } from '../supervision/supervisor.js';
 
 export interface HealthReport {
   ready: boolean;

@@ -2,7 +2,7 @@
  * A generation's projector, started with its reports (batch applied, unreadable batch, restart,
  * running) turned into commands of the lifecycle's queue, each reading and moving the state.
  */
-import type { Clock } from './clock.js';
+import type { Clock } from '../supervision/clock.js';
 import type { Generation, ProjectorDeps } from './generation.js';
 import type { Health } from './health.js';
 import type { LifecycleMachine } from './machine.js';

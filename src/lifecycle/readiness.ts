@@ -3,24 +3,10 @@
  * `/readyz` answers 200 only when the served model is of this code's projection version, its
  * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
  */
-import { type PartitionEnds, type UnreadableBatch, offsetKey } from '../kafka/port.js';
+import type { UnreadableBatch } from '../kafka/port.js';
+import { skipHint, totalLag, type LagSnapshot } from '../supervision/lag.js';
 import type { ServiceState } from './states.js';
-import type { SupervisorStatus } from './supervisor.js';
-
-export interface PartitionLag {
-  topic: string;
-  partition: number;
-  /** next offset stored with the model (the log start when never read) */
-  nextOffset: number;
-  /** the partition's end offset */
-  endOffset: number;
-  lag: number;
-}
-
-export interface LagSnapshot {
-  at: number;
-  partitions: PartitionLag[];
-}
+import type { SupervisorStatus } from '../supervision/supervisor.js';
 
 export interface ReadinessInput {
   now: number;
@@ -40,36 +26,6 @@ export interface ReadinessInput {
 export interface Readiness {
   ready: boolean;
   reasons: string[];
-}
-
-/** Lag per partition: end offset minus the position stored with the model (the log start when never read). */
-export function lagOf(
-  ends: readonly PartitionEnds[],
-  positions: ReadonlyMap<string, number>,
-): PartitionLag[] {
-  return ends.map((end) => {
-    const nextOffset = positions.get(offsetKey(end.topic, end.partition)) ?? end.start;
-    return {
-      topic: end.topic,
-      partition: end.partition,
-      nextOffset,
-      endOffset: end.end,
-      lag: Math.max(0, end.end - nextOffset),
-    };
-  });
-}
-
-export function totalLag(lag: LagSnapshot | null): number | null {
-  return lag === null ? null : lag.partitions.reduce((sum, p) => sum + p.lag, 0);
-}
-
-/** What an operator runs to move past a batch for good; nothing for one whose end is unknown. */
-export function skipHint(
-  batch: Pick<UnreadableBatch, 'topic' | 'partition' | 'offset' | 'lastOffset'>,
-): string {
-  return batch.lastOffset === null
-    ? ''
-    : `; to move past it for good: skip-batch --topic ${batch.topic} --partition ${batch.partition} --from ${batch.offset} --through ${batch.lastOffset} --reason TEXT`;
 }
 
 export function readiness(input: ReadinessInput): Readiness {

@@ -5,7 +5,7 @@
  */
 import type { Logger } from '../logger.js';
 import type { ModelFiles } from '../read-model/files.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../supervision/clock.js';
 import { hasReached, type Generation } from './generation.js';
 import type { Health } from './health.js';
 import type { LifecycleMachine } from './machine.js';

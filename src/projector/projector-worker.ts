@@ -16,6 +16,7 @@ import { ReadModelWriter } from '../read-model/writer.js';
 import { maxPauseMs, Pacer, pause, PROJECTOR_THREAD_NICE } from './pacing.js';
 import { runProjection } from './projector.js';
 import { feedsKeys, projectorRoles } from './subscriptions.js';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import type { FromProjectorThread, ProjectorWorkerData, ToProjectorThread } from './projector-thread.js';
 
 const { file, groupId, config, requests, giveWay, part, roles, fetches, commits } =
@@ -44,7 +45,12 @@ if (!feedsKeys(consumed)) {
 }
 
 const consumedTopics = new Set(consumed.map((role) => config.topics[role]));
-const db = part === undefined ? openReadModel(file) : openBuildFile(file).db;
+// The keys consumer writes the keys store, with a schema and a version of its own; every other one an orders model.
+const keysStore = feedsKeys(consumed);
+const db =
+  part === undefined
+    ? openReadModel(file, keysStore ? { store: keysStoreSchema } : {})
+    : openBuildFile(file).db;
 // A revocation committed to the keys store survives an OS crash too: the store never moves back.
 if (feedsKeys(consumed)) db.pragma('synchronous = FULL');
 const writer = new ReadModelWriter(db, roleOfTopic(config.topics), undefined, commits);

@@ -1,6 +1,8 @@
 import { closeSync, fsyncSync, openSync, readFileSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { PROJECTION_VERSION, schemaSqlFile } from '../../projections/orders/schema.js';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
+import { ordersModelSchema } from '../../projections/orders/schema.js';
+import type { StoreSchema } from '../../projections/store-schema.js';
 import { metaSql } from '../../projections/orders/sql.js';
 
 export type ReadModelDatabase = Database.Database;
@@ -20,21 +22,28 @@ export class ProjectionVersionMismatch extends Error {
     readonly file: string,
     readonly found: number,
     readonly expected: number,
+    versionName = ordersModelSchema.versionName,
   ) {
     super(
-      `${file} holds projection version ${found}, this code projects version ${expected}: rebuild the model from the topics`,
+      `${file} holds ${versionName} ${found}, this code's is version ${expected}: rebuild it from the topics`,
     );
   }
 }
 
+export interface OpenOptions {
+  readonly?: boolean;
+  /** opens a file of any version of its store (an older one, served or answering while it is replaced) */
+  anyProjectionVersion?: boolean;
+  /** the store the file is of: its schema and version (default: the orders model's) */
+  store?: StoreSchema;
+}
+
 /**
- * Opens (creating if needed) a read-model file: WAL so readers never wait for
- * the writer, the schema of a new file, and the projection version check.
+ * Opens (creating if needed) a file of a store, the orders model's or the keys store's: WAL so
+ * readers never wait for the writer, the store's schema in a new file, and its version check.
  */
-export function openReadModel(
-  file: string,
-  options: { readonly?: boolean; anyProjectionVersion?: boolean } = {},
-): ReadModelDatabase {
+export function openReadModel(file: string, options: OpenOptions = {}): ReadModelDatabase {
+  const store = options.store ?? ordersModelSchema;
   const db = new Database(file, {
     readonly: options.readonly === true,
     fileMustExist: options.readonly === true,
@@ -42,7 +51,7 @@ export function openReadModel(
   db.pragma('busy_timeout = 5000');
   if (options.readonly === true) {
     db.pragma(`cache_size = -${readerCacheKib}`);
-    if (options.anyProjectionVersion !== true) assertProjectionVersion(db, file);
+    if (options.anyProjectionVersion !== true) assertVersion(db, file, store);
     return db;
   }
   db.pragma('journal_mode = WAL');
@@ -54,23 +63,33 @@ export function openReadModel(
   // Checkpoint every ~40 MB of WAL instead of SQLite's 4 MB: a page the projector rewrites often
   // (index pages, counters) is copied into the file once per checkpoint, not once per 4 MB.
   db.pragma(`wal_autocheckpoint = ${walCheckpointPages}`);
-  createOrCheck(db, file);
+  createOrCheck(db, file, store);
   return db;
 }
 
 /**
- * A new file gets the current version's schema in one transaction; an existing one must hold this
- * code's projection version (another version is rebuilt from the topics, never migrated in place).
+ * A file holding the orders model's tables and the keys store's, for tests, tools and benchmarks
+ * that feed and read both from one file; the service keeps them in files of their own.
  */
-function createOrCheck(db: ReadModelDatabase, file: string): void {
+export function openOneFileModel(file: string): ReadModelDatabase {
+  const db = openReadModel(file);
+  db.exec(readFileSync(keysStoreSchema.schemaSqlFile, 'utf8'));
+  return db;
+}
+
+/**
+ * A new file gets its store's current schema in one transaction; an existing one must hold this
+ * code's version of the store (another version is rebuilt from the topics, never migrated in place).
+ */
+function createOrCheck(db: ReadModelDatabase, file: string, store: StoreSchema): void {
   const created = db.prepare(metaSql.hasProjectionMeta).get() !== undefined;
   if (created) {
-    assertProjectionVersion(db, file);
+    assertVersion(db, file, store);
     return;
   }
   db.transaction(() => {
-    db.exec(readFileSync(schemaSqlFile, 'utf8'));
-    db.prepare(metaSql.insertProjectionVersion).run(String(PROJECTION_VERSION));
+    db.exec(readFileSync(store.schemaSqlFile, 'utf8'));
+    db.prepare(metaSql.insertProjectionVersion).run(String(store.version));
   })();
 }
 
@@ -123,16 +142,17 @@ function syncFile(file: string): void {
   }
 }
 
+/** The version a file records of its store (`projection_version`, in both stores' files). */
 export function projectionVersionOf(db: ReadModelDatabase): number {
   const row = db.prepare(metaSql.projectionVersion).get() as { value: string } | undefined;
   return row === undefined ? 0 : Number(row.value);
 }
 
-function assertProjectionVersion(db: ReadModelDatabase, file: string): void {
+function assertVersion(db: ReadModelDatabase, file: string, store: StoreSchema): void {
   const found = projectionVersionOf(db);
-  if (found !== PROJECTION_VERSION) {
+  if (found !== store.version) {
     db.close();
-    throw new ProjectionVersionMismatch(file, found, PROJECTION_VERSION);
+    throw new ProjectionVersionMismatch(file, found, store.version, store.versionName);
   }
 }
 

@@ -24,9 +24,9 @@ export type CounterStatements = Record<
  */
 interface ListingCounter {
   of: (listing: OrderListing) => (number | string)[];
-  increase: Statement;
-  decrease: Statement;
-  dropEmpty: Statement;
+  increase: keyof CounterStatements;
+  decrease: keyof CounterStatements;
+  dropEmpty: keyof CounterStatements;
   deltas: Map<string, { names: (number | string)[]; delta: number }>;
 }
 
@@ -34,20 +34,21 @@ interface ListingCounter {
 export class ListingCounters {
   private readonly counters: ListingCounter[];
 
-  constructor(s: CounterStatements) {
+  /** `s` is read at `flush` only: a file without these tables (the keys store's) never prepares them */
+  constructor(private readonly s: CounterStatements) {
     this.counters = [
       {
         of: counterKeys.orgOrderCounts,
-        increase: s.increaseOrderCount,
-        decrease: s.decreaseOrderCount,
-        dropEmpty: s.dropEmptyOrderCount,
+        increase: 'increaseOrderCount',
+        decrease: 'decreaseOrderCount',
+        dropEmpty: 'dropEmptyOrderCount',
         deltas: new Map(),
       },
       {
         of: counterKeys.orgOrderDays,
-        increase: s.increaseOrderDay,
-        decrease: s.decreaseOrderDay,
-        dropEmpty: s.dropEmptyOrderDay,
+        increase: 'increaseOrderDay',
+        decrease: 'decreaseOrderDay',
+        dropEmpty: 'dropEmptyOrderDay',
         deltas: new Map(),
       },
     ];
@@ -70,10 +71,10 @@ export class ListingCounters {
   flush(): void {
     for (const { deltas, increase, decrease, dropEmpty } of this.counters) {
       for (const { names, delta } of deltas.values()) {
-        if (delta > 0) increase.run(...names, delta);
+        if (delta > 0) this.s[increase].run(...names, delta);
         if (delta < 0) {
-          decrease.run(-delta, ...names);
-          dropEmpty.run(...names);
+          this.s[decrease].run(-delta, ...names);
+          this.s[dropEmpty].run(...names);
         }
       }
     }

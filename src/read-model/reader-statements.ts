@@ -1,12 +1,13 @@
 /**
- * The statements a reader prepares, as the file's projection version allows: a file of an earlier
- * version is served read-only while its successor is built, so what it lacks is read otherwise
- * (change counters for digests, no sub-millisecond order) or not at all (days of orders).
+ * The statements a reader prepares, as the file's projection version says: the current version's,
+ * or the previous version's (`projections/orders/compat/`), served read-only while its successor is
+ * built. A file of any other version is refused here, before anything reads it.
  */
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
-import { changeCounterSql, metaSql, readSql, readSqlFor } from '../../projections/orders/sql.js';
-import type { ReadModelDatabase } from './database.js';
+import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/readable.js';
+import type { readSql } from '../../projections/orders/sql.js';
+import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
 const rawStatements: ReadonlySet<string> = new Set([
@@ -26,29 +27,39 @@ export interface ReadStatements {
   /** what every file answers */
   queries: { [K in Exclude<keyof typeof readSql, DayStatement | DigestStatement>]: Statement };
   /**
-   * Digests, or on a file of projection version 3 its change counters (with the file's name in the
-   * tag); null on a file of version 2 or older: nobody projects into it, so nothing changes.
+   * the digests, or on a file of the previous version what stands in their place; never null since
+   * versions 1 and 2 are no longer read (reader.ts keeps its null branches until it is next reshaped)
    */
   digests: { [K in DigestStatement]: Statement } | null;
-  /** prefixed to what `digests` reads: empty for digests, the file's name for change counters */
+  /** prefixed to what `digests` reads: empty for digests, the file's name where the layout says so */
   digestPrefix: string;
-  /** null on a file of projection version 1 (no org_order_days), served while its successor is built */
   perDay: { [K in DayStatement]: Statement } | null;
 }
 
+/** A file of a projection version this code does not read (neither the current nor the previous one). */
+export class UnreadableProjectionVersion extends Error {
+  readonly code = 'UNREADABLE_PROJECTION_VERSION';
+  constructor(file: string, version: number) {
+    const readable = readableLayouts.map((layout) => layout.version).join(' and ');
+    super(
+      `${file} holds projection version ${version}; this code reads versions ${readable} only: upgrade through the release in between, or rebuild the model from the topics`,
+    );
+  }
+}
+
 /**
- * Names a model file in the entity tags of a file without digests (projection version 3 or
- * older): counters of two files (a rebuild) may be equal while their answers differ.
+ * Names a model file in the entity tags of a file whose layout says its digests are only counters:
+ * counters of two files (a rebuild) may be equal while their answers differ.
  */
 export function fileIdentity(db: ReadModelDatabase): string {
   return createHash('sha256').update(db.name).digest('base64url').slice(0, 10);
 }
 
 export function prepareReads(db: ReadModelDatabase, identity: () => string): ReadStatements {
-  const hasSubMillisecond = (db.prepare(metaSql.orderColumns).all() as { name: string }[]).some(
-    (column) => column.name === 'created_at_sub',
-  );
-  const sql = readSqlFor(hasSubMillisecond);
+  const version = projectionVersionOf(db);
+  const layout = readLayoutOf(version);
+  if (layout === null) throw new UnreadableProjectionVersion(db.name, version);
+  const { sql } = layout;
   const prepare = (name: keyof typeof readSql): Statement => {
     const statement = db.prepare(sql[name]);
     return rawStatements.has(name) ? statement.raw(true) : statement;
@@ -64,25 +75,10 @@ export function prepareReads(db: ReadModelDatabase, identity: () => string): Rea
       .filter((name) => !apart.has(name))
       .map((name) => [name, prepare(name)]),
   ) as ReadStatements['queries'];
-  const hasTable = (name: string): boolean => db.prepare(metaSql.hasTable).get(name) !== undefined;
-  let digests: ReadStatements['digests'];
-  let digestPrefix: string;
-  if (hasTable('org_digests')) {
-    digests = { orgDigest: db.prepare(sql.orgDigest), orderDigest: db.prepare(sql.orderDigest) };
-    digestPrefix = '';
-  } else if (hasTable('org_changes')) {
-    digests = {
-      orgDigest: db.prepare(changeCounterSql.orgChanges),
-      orderDigest: db.prepare(changeCounterSql.orderChanges),
-    };
-    digestPrefix = `${identity()}.`;
-  } else {
-    digests = null;
-    digestPrefix = `${identity()}.`;
-  }
-  // null on a file of projection version 1 (no org_order_days): its deep pages step the index
-  const perDay = hasTable('org_order_days')
-    ? { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') }
-    : null;
-  return { queries, digests, digestPrefix, perDay };
+  return {
+    queries,
+    digests: { orgDigest: db.prepare(sql.orgDigest), orderDigest: db.prepare(sql.orderDigest) },
+    digestPrefix: layout.tagNamesFile ? `${identity()}.` : '',
+    perDay: { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') },
+  };
 }

@@ -3,7 +3,8 @@
  * (`ReadModelWriter.applyBatch`).
  */
 import type { CurrentRows, ReadModelChange } from '../../projections/orders/evolve.js';
-import { rowNamedBy, type ApiKeyRow, type ArticleRow, type OrderRow } from '../../projections/orders/rows.js';
+import { rowNamedBy, type ArticleRow, type OrderRow } from '../../projections/orders/rows.js';
+import type { ApiKeyRow } from '../../projections/keys/rows.js';
 import type { DomainEvent } from '../../schemas/events.js';
 
 /** A row as it was before the batch (undefined: absent) and as the batch has left it so far. */

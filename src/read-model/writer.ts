@@ -11,14 +11,14 @@ import {
   publishedArticleHash,
 } from '../../projections/orders/digests.js';
 import {
-  apiKeyColumns,
   articleColumns,
   orderColumns,
-  type ApiKeyRow,
   type ArticleRow,
   type OrderRow,
 } from '../../projections/orders/rows.js';
 import { manyRowsSql, updateOrderSql, writeSql } from '../../projections/orders/sql.js';
+import { apiKeyColumns, type ApiKeyRow } from '../../projections/keys/rows.js';
+import { keysWriteSql } from '../../projections/keys/sql.js';
 import type { EventType } from '../../schemas/events.js';
 import type { TopicRole } from '../../schemas/streams.js';
 import type { DeadLetterReason, DecodedMessage } from './decoded.js';
@@ -32,6 +32,10 @@ import { ManyRows } from './multi-row-insert.js';
 import { DigestChanges } from './digest-changes.js';
 import { ListingCounters } from './listing-counters.js';
 import { ModelTopicIds } from './topic-ids.js';
+import { lazyStatements } from './lazy-statements.js';
+
+const statementsSql = { ...writeSql, ...keysWriteSql };
+type OffsetRow = { topic: string; partition: number; next_offset: number };
 
 export interface BatchOutcome {
   /** events decoded and projected (including those that changed nothing) */
@@ -50,7 +54,8 @@ export interface BatchOutcome {
 }
 
 export class ReadModelWriter {
-  private readonly statements: { [K in keyof typeof writeSql]: Statement };
+  /** prepared at first use: an orders model's file has no api_keys, the keys store's no orders */
+  private readonly statements: Readonly<Record<keyof typeof statementsSql, Statement>>;
   private readonly offsets = new Map<string, number>();
   /** The rows the batch being applied has read or changed; written once each before its commit. */
   private readonly batch: BatchRows;
@@ -70,17 +75,11 @@ export class ReadModelWriter {
     /** moved around every commit, for caches of this file in other threads (`commit-counter.ts`) */
     private readonly commits?: CommitCounter,
   ) {
-    this.statements = Object.fromEntries(
-      Object.entries(writeSql).map(([name, sql]) => [name, db.prepare(sql)]),
-    ) as { [K in keyof typeof writeSql]: Statement };
+    this.statements = lazyStatements(db, statementsSql);
     this.many = Object.fromEntries(
       Object.entries(manyRowsSql).map(([name, sqlFor]) => [name, new ManyRows(db, sqlFor)]),
     ) as { [K in keyof typeof manyRowsSql]: ManyRows };
-    for (const row of this.statements.selectOffsets.all() as {
-      topic: string;
-      partition: number;
-      next_offset: number;
-    }[]) {
+    for (const row of this.statements.selectOffsets.all() as OffsetRow[]) {
       this.offsets.set(offsetKey(row.topic, row.partition), row.next_offset);
     }
     this.counters = new ListingCounters(this.statements);
@@ -243,11 +242,8 @@ export class ReadModelWriter {
 
   private updateOrderStatement(columns: (typeof orderColumns)[number][]): Statement {
     const key = columns.join(',');
-    let statement = this.orderUpdates.get(key);
-    if (statement === undefined) {
-      statement = this.db.prepare(updateOrderSql(columns));
-      this.orderUpdates.set(key, statement);
-    }
+    const statement = this.orderUpdates.get(key) ?? this.db.prepare(updateOrderSql(columns));
+    this.orderUpdates.set(key, statement);
     return statement;
   }
 }

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { deadLetters } from '../../src/cli/commands.js';
@@ -19,7 +20,7 @@ describe('dead-letters', () => {
     orders.apply({ role: 'orders', raw: 'not json' }, { role: 'articles', raw: '{}' });
     orders.db.close();
     files.promote(served);
-    const keys = memoryReadModel(openReadModel(keysFile(dataDir)));
+    const keys = memoryReadModel(openReadModel(keysFile(dataDir), { store: keysStoreSchema }));
     keys.apply({ role: 'apiKeys', raw: 'not json' });
     keys.db.close();
     const printed: string[] = [];

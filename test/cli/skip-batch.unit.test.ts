@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import type { OperatorSkip } from '../../src/read-model/operator-skips.js';
-import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { markPreviousProjectionVersion } from '../../tools/model-progress.js';
 import { descriptorsOn } from '../helpers/open-files.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
@@ -144,7 +144,7 @@ describe('skip-batch', () => {
     const served = model(ctx.files, 21);
     ctx.files.promote(served);
     const older = model(ctx.files, 20);
-    markProjectionVersion1(older);
+    markPreviousProjectionVersion(older);
     ctx.files.proposeNext(older);
     skipBatch(ctx, input({ firstOffset: 5, lastOffset: 5, reason: 'first' }), when);
     const first = skipBatch(ctx, input(), when);

@@ -3,7 +3,7 @@ import { existsSync, openSync, readdirSync, writeSync, closeSync } from 'node:fs
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { restoreSnapshot, SnapshotRefused, takeSnapshot } from '../../src/cli/snapshot.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
@@ -19,7 +19,7 @@ function snapshotOfAModel(): string {
   const liveDir = join(dir, `live-${n}`);
   const files = new ModelFiles(liveDir);
   const file = files.newGenerationFile();
-  const model = memoryReadModel(openReadModel(file));
+  const model = memoryReadModel(openOneFileModel(file));
   model.applyInBatches(500, [
     issueKeyOf(1),
     ...Array.from({ length: 3000 }, (_, i) =>

@@ -1,4 +1,5 @@
 /** Projectors run in the test's own thread over a Kafka port: the lifecycle's `StartProjector` for fast tests. */
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import type { TopicRole } from '../../schemas/streams.js';
 import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
@@ -19,7 +20,11 @@ export function inProcessProjectors(
   beforeBatch: (file: string) => void | Promise<void> = () => undefined,
 ): StartProjector {
   return async (spec): Promise<RunningProjector> => {
-    const db = openReadModel(spec.file);
+    // the keys consumer writes the keys store, of its own schema and version, as the worker does
+    const db = openReadModel(
+      spec.file,
+      spec.roles?.includes('apiKeys') === true ? { store: keysStoreSchema } : {},
+    );
     const writer = new ReadModelWriter(db, roleOfTopic(topics), undefined, spec.commits);
     const roles = projectorRoles(spec);
     const read = new Set(roles.map((role) => topics[role]));

@@ -1,10 +1,10 @@
 /** A read-model lifecycle over the in-memory Kafka port with in-process projectors, for fast tests. */
 import { pino } from 'pino';
 import type { DomainEvent } from '../../schemas/events.js';
-import { systemClock } from '../../src/lifecycle/clock.js';
+import { systemClock } from '../../src/supervision/clock.js';
 import { ReadModelLifecycle, type LifecycleOptions } from '../../src/lifecycle/read-model-lifecycle.js';
 import type { ServiceState } from '../../src/lifecycle/states.js';
-import type { RestartReason } from '../../src/lifecycle/supervisor.js';
+import type { RestartReason } from '../../src/supervision/supervisor.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { keyOf, roleOf } from './events.js';
 import { inProcessProjectors } from './in-process-projector.js';

@@ -10,7 +10,7 @@ import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { Consumption } from '../../src/kafka/port.js';
-import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
+import { openOneFileModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { uniqueTopicName, waitUntil } from './kafka.js';
 
@@ -28,7 +28,8 @@ export async function projectUntilCaughtUp(
     { level: 'warn' },
     { write: (line: string) => void logged.push(line.trim().slice(0, 500)) },
   );
-  const db = openReadModel(file);
+  // every topic into one file: the orders model's tables and the keys store's
+  const db = openOneFileModel(file);
   const writer = new ReadModelWriter(db, roleOfTopic(topics));
   const port = kafkajsPort({
     brokers: inject('kafkaBrokers').split(','),

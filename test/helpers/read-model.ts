@@ -1,4 +1,6 @@
 import type { CommitCounter } from '../../src/read-model/commit-counter.js';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
+import { ordersModelSchema } from '../../projections/orders/schema.js';
 import { keysFile } from '../../src/keys/keys-store.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import {
@@ -15,7 +17,7 @@ import { DAY_MS } from '../../projections/orders/listing.js';
 import type { ArticleRow, OrderRow } from '../../projections/orders/rows.js';
 import type { TopicRole } from '../../schemas/streams.js';
 import type { DomainEvent } from '../../schemas/events.js';
-import { openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { roleOfTopic } from '../../src/config.js';
 import { decodeBatch } from '../../src/projector/decode.js';
@@ -28,9 +30,9 @@ export const testTopics: Record<TopicRole, string> = {
   apiKeys: 'api-keys',
 };
 
-/** An in-memory read model (or the given file's) with a writer, fed events directly (no Kafka). */
+/** An in-memory read model holding the keys too (or the given file), with a writer, fed events directly (no Kafka). */
 export function memoryReadModel(
-  db: ReadModelDatabase = openReadModel(':memory:'),
+  db: ReadModelDatabase = openOneFileModel(':memory:'),
   /** moved around each commit, as the keys store's writer does (`commit-counter.ts`) */
   commits?: CommitCounter,
 ): {
@@ -84,16 +86,25 @@ export function memoryReadModel(
   return { db, writer, apply, applyInBatches };
 }
 
-/** Every table of the model (offsets and dead-letter times aside), ordered, for equality checks. */
+/**
+ * Every table of the model (offsets and dead-letter times aside), ordered, for equality checks; the
+ * keys where the file holds them (a one-file model of tests and tools).
+ */
 export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
   return {
     orders: db.prepare('SELECT * FROM orders ORDER BY order_id').all(),
     ...storedCounters(db),
     articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
-    api_keys: db.prepare('SELECT * FROM api_keys ORDER BY key_id').all(),
+    ...(hasKeys(db) ? { api_keys: dumpKeys(db) } : {}),
     ...storedDigests(db),
   };
 }
+
+const hasKeys = (db: ReadModelDatabase): boolean =>
+  db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'api_keys'`).get() !== undefined;
+
+const dumpKeys = (db: ReadModelDatabase): unknown[] =>
+  db.prepare('SELECT * FROM api_keys ORDER BY key_id').all();
 
 /**
  * A data directory's state as one model: the tables of its served orders model, with the keys of
@@ -101,9 +112,9 @@ export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
  */
 export function dumpDataDir(dataDir: string): Record<string, unknown[]> {
   const orders = openReadModel(new ModelFiles(dataDir).currentFile()!, { readonly: true });
-  const keys = openReadModel(keysFile(dataDir), { readonly: true });
+  const keys = openReadModel(keysFile(dataDir), { readonly: true, store: keysStoreSchema });
   try {
-    return { ...dumpModel(orders), api_keys: dumpModel(keys).api_keys ?? [] };
+    return { ...dumpModel(orders), api_keys: dumpKeys(keys) };
   } finally {
     orders.close();
     keys.close();
@@ -114,8 +125,12 @@ export function dumpDataDir(dataDir: string): Record<string, unknown[]> {
 export function deadLettersIn(
   dataDir: string,
 ): { topic: string; partition: number; offset: number; reason: string }[] {
-  return [new ModelFiles(dataDir).currentFile()!, keysFile(dataDir)].flatMap((file) => {
-    const db = openReadModel(file, { readonly: true });
+  const stores = [
+    { file: new ModelFiles(dataDir).currentFile()!, store: ordersModelSchema },
+    { file: keysFile(dataDir), store: keysStoreSchema },
+  ];
+  return stores.flatMap(({ file, store }) => {
+    const db = openReadModel(file, { readonly: true, store });
     try {
       return db.prepare('SELECT topic, partition, "offset", reason FROM dead_letters').all() as {
         topic: string;

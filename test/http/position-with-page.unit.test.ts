@@ -12,7 +12,7 @@ import { API_PREFIX } from '../../schemas/api.js';
 import { buildApp } from '../../src/http/app.js';
 import { parsePositionToken, positionHeader, positionToken } from '../../src/http/position.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { positionKey, ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { articlePublished, at, orderCreated } from '../helpers/events.js';
@@ -32,7 +32,7 @@ function nextOffsetOf(token: string, topic: string): number {
 async function servedFile(name: string) {
   const file = join(dir, name);
   // The writer's connection, and the API's read-only one remembering digests and positions.
-  const model = memoryReadModel(openReadModel(file));
+  const model = memoryReadModel(openOneFileModel(file));
   const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
   const app = await buildApp({
     readerOf: () => apiReadsOfOneFile(reader),

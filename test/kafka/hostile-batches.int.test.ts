@@ -11,7 +11,7 @@ import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { UnreadableBatch } from '../../src/kafka/port.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
@@ -74,7 +74,8 @@ describe('hostile batches', () => {
       logger: pino({ level: 'silent' }),
       maxInflatedBatchBytes: batchBound,
     });
-    const db = openReadModel(join(dir, 'model.sqlite'));
+    // every topic into one file: the orders model's tables and the keys store's
+    const db = openOneFileModel(join(dir, 'model.sqlite'));
     const writer = new ReadModelWriter(db, roleOfTopic(topics));
     const reports: UnreadableBatch[] = [];
     const consumption = await runProjection({

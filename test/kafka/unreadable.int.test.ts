@@ -12,7 +12,7 @@ import { roleOfTopic } from '../../src/config.js';
 import { runProjection } from '../../src/projector/projector.js';
 import { kafkajsPort } from '../../src/kafka/kafkajs-adapter.js';
 import type { UnreadableBatch } from '../../src/kafka/port.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
 import { issueKeyOf } from '../helpers/api.js';
 import { orderCreated, statusChanged, at } from '../helpers/events.js';
@@ -67,7 +67,8 @@ describe('a record batch the client cannot read', () => {
     CompressionCodecs[CompressionTypes.ZSTD] = () => {
       throw new Error('ZSTD compression not implemented');
     };
-    const db = openReadModel(join(dir, 'model.sqlite'));
+    // every topic into one file: the orders model's tables and the keys store's
+    const db = openOneFileModel(join(dir, 'model.sqlite'));
     const writer = new ReadModelWriter(db, roleOfTopic(topics));
     const reports: (UnreadableBatch & { at: number })[] = [];
     const consumption = await runProjection({

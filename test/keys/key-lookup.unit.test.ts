@@ -1,10 +1,11 @@
 import { existsSync } from 'node:fs';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { apiReadsOfOneFile, KeyLookup } from '../../src/keys/key-lookup.js';
 import { newCommitCounter, type CommitCounter } from '../../src/read-model/commit-counter.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { apiKeyIssued, apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import { descriptorsOn } from '../helpers/open-files.js';
@@ -31,7 +32,7 @@ function storeFile(): {
   n += 1;
   const file = join(root, `keys-${n}.sqlite`);
   const commits = newCommitCounter();
-  const model = memoryReadModel(openReadModel(file), commits);
+  const model = memoryReadModel(openReadModel(file, { store: keysStoreSchema }), commits);
   opened.push(model.db);
   return { file, apply: model.apply, applyInBatches: model.applyInBatches, db: model.db, commits };
 }
@@ -177,7 +178,7 @@ describe('a key lookup', () => {
 
 describe('a key lookup in one database', () => {
   it('answers from it as it is at each lookup, remembering nothing', () => {
-    const model = memoryReadModel(openReadModel(':memory:'));
+    const model = memoryReadModel(openOneFileModel(':memory:'));
     const reads = KeyLookup.of(model.db);
     model.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     expect(reads.orgOfKeyHash(hash)).toBe(7);
@@ -186,7 +187,7 @@ describe('a key lookup in one database', () => {
   });
 
   it("gives the API the orders and the keys of the database's one file", () => {
-    const model = memoryReadModel(openReadModel(':memory:'));
+    const model = memoryReadModel(openOneFileModel(':memory:'));
     model.apply(apiKeyIssued('k7', 7, hash, { occurred_at: at(1) }));
     model.apply(orderCreated({ order_id: 1, organization_id: 7 }));
     const reads = apiReadsOfOneFile(new ReadModelReader(model.db));

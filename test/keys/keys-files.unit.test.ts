@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { KEYS_STORE_VERSION, keysStoreSchema } from '../../projections/keys/schema.js';
 import {
   hasReachedAll,
   keysFile,
@@ -33,9 +33,9 @@ const dataDir = (): string => {
 /** A keys store of `version` in `dir` that has read `events` keys events (offsets 0…events-1 of partition 0). */
 function storeOf(dir: string, version: number, events: number): string {
   const file = keysFile(dir, version);
-  const model = memoryReadModel(openReadModel(file));
+  const model = memoryReadModel(openReadModel(file, { store: keysStoreSchema }));
   for (let i = 0; i < events; i += 1) model.apply(apiKeyIssued(`k${i}`, 1, 'a'.repeat(64)));
-  if (version !== PROJECTION_VERSION) {
+  if (version !== KEYS_STORE_VERSION) {
     model.db
       .prepare(`UPDATE projection_meta SET value = ? WHERE key = 'projection_version'`)
       .run(String(version));
@@ -145,7 +145,7 @@ describe('the keys store files', () => {
 
   it('opens the store of this version again as it is, with what it has read', () => {
     const dir = dataDir();
-    const file = storeOf(dir, PROJECTION_VERSION, 3);
+    const file = storeOf(dir, KEYS_STORE_VERSION, 3);
     const before = storedPositions(file);
     expect(before.size).toBe(1);
     expect(openKeysFiles(dir, logged().logger)).toEqual({ file, predecessor: null });
@@ -155,14 +155,14 @@ describe('the keys store files', () => {
 
   it("reads a store's positions only where it is of this version, unless told any version will do", () => {
     const dir = dataDir();
-    const older = storeOf(dir, PROJECTION_VERSION - 1, 2);
-    expect(() => storedPositions(older)).toThrow(/projection/i);
+    const older = storeOf(dir, KEYS_STORE_VERSION - 1, 2);
+    expect(() => storedPositions(older)).toThrow(/holds keys store version 3/);
     expect([...storedPositions(older, true).values()]).toEqual([2]);
   });
 
   it('leaves no connection open on a store whose positions it read', () => {
     const dir = dataDir();
-    const file = storeOf(dir, PROJECTION_VERSION, 1);
+    const file = storeOf(dir, KEYS_STORE_VERSION, 1);
     expect(descriptorsOn(file)).toBe(0);
     storedPositions(file);
     expect(descriptorsOn(file)).toBe(0);
@@ -179,13 +179,13 @@ describe('the keys store files', () => {
     expect(existsSync(oldest)).toBe(false);
     expect(logs).toEqual([
       {
-        msg: 'building the keys store of this projection version; its predecessor answers beside it until reached',
+        msg: 'building the keys store of this keys store version; its predecessor answers beside it until reached',
         file: keysFile(dir),
         predecessor: newest,
       },
     ]);
     // this version's store has read as much: the predecessor is removed at the next opening
-    storeOf(dir, PROJECTION_VERSION, 3);
+    storeOf(dir, KEYS_STORE_VERSION, 3);
     expect(openKeysFiles(dir, logger).predecessor).toBeNull();
     expect(existsSync(newest)).toBe(false);
   });
@@ -195,7 +195,7 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
   const keysTopic = testTopics.apiKeys;
   const positionOf = (file: string): number | undefined => storedPositions(file).get(offsetKey(keysTopic, 0));
   const keyIds = (file: string): string[] => {
-    const db = openReadModel(file, { readonly: true });
+    const db = openReadModel(file, { readonly: true, store: keysStoreSchema });
     try {
       return (db.prepare('SELECT key_id FROM api_keys ORDER BY key_id').all() as { key_id: string }[]).map(
         (row) => row.key_id,
@@ -207,30 +207,30 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
 
   it('copies the rows, the positions and the topic id of a predecessor into an empty store', () => {
     const dir = dataDir();
-    const predecessor = storeOf(dir, PROJECTION_VERSION - 1, 3);
+    const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 3);
     const db = new Database(predecessor);
     db.prepare(`INSERT INTO projection_meta (key, value) VALUES (?, 'id-1')`).run(`topic_id:${keysTopic}`);
     db.close();
     const store = keysFile(dir);
-    openReadModel(store).close();
+    openReadModel(store, { store: keysStoreSchema }).close();
     expect(seedFromPredecessor(store, predecessor, keysTopic)).toBe(true);
     expect(keyIds(store)).toEqual(['k0', 'k1', 'k2']);
     expect(positionOf(store)).toBe(3);
-    const seeded = openReadModel(store, { readonly: true });
+    const seeded = openReadModel(store, { readonly: true, store: keysStoreSchema });
     expect(new ModelTopicIds(seeded).recorded().get(keysTopic)).toBe('id-1');
     seeded.close();
   });
 
   it('replaces a store behind its predecessor, and never one that has read further', () => {
     const behindDir = dataDir();
-    const predecessor = storeOf(behindDir, PROJECTION_VERSION - 1, 3);
-    const behind = storeOf(behindDir, PROJECTION_VERSION, 1);
+    const predecessor = storeOf(behindDir, KEYS_STORE_VERSION - 1, 3);
+    const behind = storeOf(behindDir, KEYS_STORE_VERSION, 1);
     expect(seedFromPredecessor(behind, predecessor, keysTopic)).toBe(true);
     expect(positionOf(behind)).toBe(3);
 
     const aheadDir = dataDir();
-    const older = storeOf(aheadDir, PROJECTION_VERSION - 1, 2);
-    const ahead = storeOf(aheadDir, PROJECTION_VERSION, 4);
+    const older = storeOf(aheadDir, KEYS_STORE_VERSION - 1, 2);
+    const ahead = storeOf(aheadDir, KEYS_STORE_VERSION, 4);
     expect(seedFromPredecessor(ahead, older, keysTopic)).toBe(false);
     expect(positionOf(ahead)).toBe(4);
     expect(keyIds(ahead)).toEqual(['k0', 'k1', 'k2', 'k3']);

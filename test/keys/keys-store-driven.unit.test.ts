@@ -3,6 +3,7 @@
  * consumer, how it turns fetches, batches and unreadable batches into readiness, when its watchdog
  * restarts the consumer, and how a successor store retires its predecessor.
  */
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -11,8 +12,8 @@ import type { ProjectorSpec, RunningProjector } from '../../src/projector/projec
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { keysFile, KeysStore, type KeysStoreOptions } from '../../src/keys/keys-store.js';
 import { offsetKey, type UnreadableBatch } from '../../src/kafka/port.js';
-import type { Clock } from '../../src/lifecycle/clock.js';
-import type { RestartReason } from '../../src/lifecycle/supervisor.js';
+import type { Clock } from '../../src/supervision/clock.js';
+import type { RestartReason } from '../../src/supervision/supervisor.js';
 import { openReadModel } from '../../src/read-model/database.js';
 import type { BatchOutcome } from '../../src/read-model/writer.js';
 import { apiKeyIssued } from '../helpers/events.js';
@@ -136,7 +137,7 @@ function drivenStore(
 /** A store of projection version 1 in `dir` that has read offsets 0…2 of the keys topic's partition 0. */
 function predecessorIn(dir: string): string {
   const file = keysFile(dir, 1);
-  const model = memoryReadModel(openReadModel(file));
+  const model = memoryReadModel(openReadModel(file, { store: keysStoreSchema }));
   for (let i = 0; i < 3; i += 1) model.apply(apiKeyIssued(`k${i}`, 1, sha256Hex(`key-${i}`)));
   model.db.prepare(`UPDATE projection_meta SET value = '1' WHERE key = 'projection_version'`).run();
   model.db.close();
@@ -428,7 +429,7 @@ describe('the keys store over a driven projector', () => {
 
   it('reads the positions stored with it while no consumer runs', () => {
     const dir = dataDir();
-    const model = memoryReadModel(openReadModel(keysFile(dir)));
+    const model = memoryReadModel(openReadModel(keysFile(dir), { store: keysStoreSchema }));
     model.apply(apiKeyIssued('k1', 1, sha256Hex('k1')));
     model.db.close();
     const { store } = drivenStore(dir);

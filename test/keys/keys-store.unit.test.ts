@@ -1,10 +1,11 @@
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { keysFile } from '../../src/keys/keys-store.js';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyRevoked, at, orderCreated } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
@@ -37,7 +38,7 @@ const revokeKeyOf = (org: number, minutes: number): DomainEvent =>
 function predecessorWith(dir: string, events: readonly DomainEvent[]): string {
   mkdirSync(dir, { recursive: true });
   const predecessor = keysFile(dir, 1);
-  const stored = memoryReadModel(openReadModel(predecessor));
+  const stored = memoryReadModel(openReadModel(predecessor, { store: keysStoreSchema }));
   const partitions = new MemoryKafka([]);
   const offsets = new Map<number, number>();
   for (const event of events) {
@@ -97,7 +98,7 @@ describe('the keys store', () => {
     await older.lifecycle.stop();
     running.splice(running.indexOf(older), 1);
     const served = older.files.currentFile()!;
-    const model = memoryReadModel(openReadModel(served));
+    const model = memoryReadModel(openOneFileModel(served));
     model.apply(issueKeyOf(1, at(1)), issueKeyOf(2, at(1)));
     model.db.close();
     rmSync(keysFile(dir), { force: true });
@@ -226,7 +227,7 @@ describe('the keys store', () => {
       return f.lifecycle.health().ready;
     });
     expect(orgOf(f, 1)).toBeNull();
-    const keys = openReadModel(keysFile(dir), { readonly: true });
+    const keys = openReadModel(keysFile(dir), { readonly: true, store: keysStoreSchema });
     const letters = keys.prepare('SELECT "offset", reason FROM dead_letters').all();
     keys.close();
     expect(letters).toEqual([{ offset: 0, reason: 'skipped_by_operator' }]);

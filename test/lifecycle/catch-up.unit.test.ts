@@ -112,7 +112,7 @@ describe('catching up by replay (in-memory Kafka port)', () => {
     );
     expect(replays).toHaveLength(1);
     // the same model as the events applied one by one
-    const expected = memoryReadModel();
+    const expected = memoryReadModel(openReadModel(':memory:'));
     expected.apply(...backlog, ...later);
     const served = openReadModel(f.lifecycle.servedFile(), { readonly: true });
     try {

@@ -10,7 +10,7 @@ import { waitUntil } from '../helpers/kafka.js';
 import { lifecycleFixture, type LifecycleFixture } from '../helpers/lifecycle.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
-import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { markPreviousProjectionVersion } from '../../tools/model-progress.js';
 
 const root = tempDir('lifecycle');
 let n = 0;
@@ -90,7 +90,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     expect(f.restarts.map((r) => r.reason)).toEqual(['failed', 'failed']);
     await f.lifecycle.stop();
     // the orders model holds no keys: they live in the keys store
-    const expected = memoryReadModel();
+    const expected = memoryReadModel(openReadModel(':memory:'));
     expected.apply(...events.filter((event) => !event.type.startsWith('api_key.')));
     const db = new Database(f.lifecycle.servedFile(), { readonly: true });
     expect(dumpModel(db)).toEqual(dumpModel(expected.db));
@@ -248,7 +248,7 @@ describe('the read-model lifecycle (in-memory Kafka port)', () => {
     await seed.lifecycle.stop();
     running.splice(0);
     const old = seed.files.currentFile()!;
-    markProjectionVersion1(old);
+    markPreviousProjectionVersion(old);
 
     // The same directory and log, under a lifecycle whose projector is slow to replay orders.
     let slow = true;

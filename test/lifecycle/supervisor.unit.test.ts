@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/lifecycle/clock.js';
+import type { Clock } from '../../src/supervision/clock.js';
 import type { RunningProjector } from '../../src/projector/projector-handle.js';
-import { Supervisor, type RestartReason } from '../../src/lifecycle/supervisor.js';
+import { Supervisor, type RestartReason } from '../../src/supervision/supervisor.js';
 
 /** A clock whose sleeps are recorded and end when the test says so. */
 function manualClock(): Clock & { sleeps: number[]; wakeAll: () => void } {

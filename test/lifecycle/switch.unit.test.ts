@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import type { Clock } from '../../src/lifecycle/clock.js';
+import type { Clock } from '../../src/supervision/clock.js';
 import type { Generation } from '../../src/lifecycle/generation.js';
 import type { Health } from '../../src/lifecycle/health.js';
 import type { LifecycleState, Switching } from '../../src/lifecycle/states.js';

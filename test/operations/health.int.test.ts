@@ -1,7 +1,10 @@
+import { renameSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { removeModelFile } from '../../src/read-model/database.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { keyOf } from '../helpers/api.js';
+import { previousVersionFileFrom } from '../../tools/model-progress.js';
 import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { serviceFixture } from '../helpers/service.js';
@@ -76,23 +79,15 @@ describe('projection version change', () => {
     const first = await fixture.start();
     await waitUntil('version N has caught up', () => first.health().ready, 60_000);
     await first.close();
-    // Turn the live file into one of projection version 1 (its tables and indexes), with data that
-    // differs from a fresh projection.
+    // Put in its place a file of the previous projection version, created from that version's
+    // checked-in schema, with data that differs from a fresh projection.
     const oldFile = new ModelFiles(fixture.dataDir).currentFile()!;
+    const previous = `${oldFile}.v3`;
+    previousVersionFileFrom(oldFile, previous, { org: { 1: 1 } });
+    removeModelFile(oldFile);
+    renameSync(previous, oldFile);
     const db = new Database(oldFile);
-    db.exec(`
-      UPDATE projection_meta SET value = '1' WHERE key = 'projection_version';
-      DROP TABLE org_order_days;
-      DROP INDEX orders_listed_by_org;
-      DROP INDEX articles_of_order;
-      ALTER TABLE orders DROP COLUMN created_at_sub;
-      CREATE INDEX orders_listed_by_org ON orders (org_id, created_at_ms, order_id) WHERE listed_status IS NOT NULL;
-      CREATE INDEX orders_listed_by_org_status ON orders (org_id, listed_status, created_at_ms, order_id)
-        WHERE listed_status IS NOT NULL;
-      CREATE INDEX articles_of_order ON articles (order_id, published_at_ms, article_id) WHERE removed = 0;
-      PRAGMA user_version = 1;
-      UPDATE orders SET title = 'projected by version 1';
-    `);
+    db.exec(`UPDATE orders SET title = 'projected by version 3'`);
     db.close();
 
     const service = await fixture.start();
@@ -106,13 +101,13 @@ describe('projection version change', () => {
         const body = (await response.json()) as { data: { press_release_title: string }[] };
         titles.push(body.data[0]!.press_release_title);
         readiness.push(service.health().ready);
-        return titles.at(-1) !== 'projected by version 1';
+        return titles.at(-1) !== 'projected by version 3';
       },
       60_000,
       20,
     );
-    const firstNew = titles.findIndex((t) => t !== 'projected by version 1');
-    console.log(`[version change] ${firstNew} answers from the version-1 file, then the rebuilt one`);
+    const firstNew = titles.findIndex((t) => t !== 'projected by version 3');
+    console.log(`[version change] ${firstNew} answers from the version-3 file, then the rebuilt one`);
     expect(firstNew).toBeGreaterThan(0);
     expect(readiness.slice(0, firstNew).every((r) => !r)).toBe(true);
     expect(service.health().file).not.toBe(oldFile);

@@ -15,12 +15,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import type { TopicRole } from '../../schemas/streams.js';
-import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
+import { KEYS_STORE_VERSION } from '../../projections/keys/schema.js';
 import { loadConfig } from '../../src/config.js';
 import { keysFile } from '../../src/keys/keys-files.js';
 import { startService, type RunningService } from '../../src/service.js';
 import { serviceArgv } from '../../tools/harness.js';
-import { markProjectionVersion1 } from '../../tools/model-progress.js';
+import { markPreviousProjectionVersion } from '../../tools/model-progress.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyRevoked, orderCreated, at } from '../helpers/events.js';
@@ -213,7 +213,7 @@ describe('a log shortened by retention', () => {
     await waitUntil('twelve orders served', async () => (await count(first)) === 12);
     await first.close();
     const served = new ModelFiles(replica.dataDir).currentFile()!;
-    markProjectionVersion1(served);
+    markPreviousProjectionVersion(served);
 
     const service = await replica.start();
     await waitUntil('the candidate says why it cannot be built', async () =>
@@ -242,15 +242,15 @@ describe('a log shortened by retention', () => {
     const first = await replica.start();
     await waitUntil('the order is served', async () => (await count(first)) === 1);
     await first.close();
-    // The store becomes the predecessor of this version's: as after a projection version change.
+    // The store becomes the predecessor of this version's: as after a keys store version change.
     const store = keysFile(replica.dataDir);
     const db = new Database(store);
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.prepare(`UPDATE projection_meta SET value = ? WHERE key = 'projection_version'`).run(
-      String(PROJECTION_VERSION - 1),
+      String(KEYS_STORE_VERSION - 1),
     );
     db.close();
-    renameSync(store, keysFile(replica.dataDir, PROJECTION_VERSION - 1));
+    renameSync(store, keysFile(replica.dataDir, KEYS_STORE_VERSION - 1));
     rmSync(`${store}-wal`, { force: true });
     rmSync(`${store}-shm`, { force: true });
     await deleteBelow(topics.apiKeys, 3);

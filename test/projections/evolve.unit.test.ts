@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyApiKeyIssued, applyApiKeyRevoked } from '../../projections/orders/api-key-events.js';
+import { applyApiKeyIssued, applyApiKeyRevoked } from '../../projections/keys/api-key-events.js';
 import {
   applyArticlePublished,
   applyArticleRemoved,
@@ -12,7 +12,8 @@ import {
   applyOrderUpdated,
 } from '../../projections/orders/order-events.js';
 import { evolve, type CurrentRows } from '../../projections/orders/evolve.js';
-import type { ApiKeyRow, ArticleRow, OrderRow } from '../../projections/orders/rows.js';
+import type { ArticleRow, OrderRow } from '../../projections/orders/rows.js';
+import type { ApiKeyRow } from '../../projections/keys/rows.js';
 import {
   apiKeyIssued,
   apiKeyRevoked,

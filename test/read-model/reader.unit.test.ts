@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { openReadModel } from '../../src/read-model/database.js';
+import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
 import { positionKey, ReadModelReader, type ModelPosition } from '../../src/read-model/reader.js';
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
@@ -104,23 +104,6 @@ describe('ReadModelReader deep offsets', () => {
       { numRuns: 200 },
     );
   });
-
-  it('on a file of projection version 1 (no per-day counters) deep pages are found by stepping the index', () => {
-    const { db, apply } = memoryReadModel();
-    instants.forEach((created, i) =>
-      apply(orderCreated({ order_id: i + 1, created_at: created }, { occurred_at: at(0) })),
-    );
-    const current = new ReadModelReader(db, { deepOffsetFrom: 0 });
-    const expected = [0, 3, 5, 7].map((offset) =>
-      current.orderPage({ orgId: 1, status: null, limit: 2, offset }),
-    );
-    db.exec('DROP TABLE org_order_days');
-    const onVersion1 = new ReadModelReader(db, { deepOffsetFrom: 0 });
-    expect(
-      [0, 3, 5, 7].map((offset) => onVersion1.orderPage({ orgId: 1, status: null, limit: 2, offset })),
-    ).toEqual(expected);
-    expect(expected.map((page) => page.orders.length)).toEqual([2, 2, 2, 1]);
-  });
 });
 
 describe('remembered digests and positions', () => {
@@ -128,7 +111,7 @@ describe('remembered digests and positions', () => {
 
   it('are one snapshot of the file: kept until forgetChanges() or a page read of a newer state, and never older than the page', async () => {
     const file = join(dir, 'model.sqlite');
-    const model = memoryReadModel(openReadModel(file));
+    const model = memoryReadModel(openOneFileModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
     const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
     const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>

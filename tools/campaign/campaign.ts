@@ -31,7 +31,7 @@ import { compressionOf } from '../../src/kafka/kafkajs-adapter.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { createContractTopicSet, isEntryPoint } from '../harness.js';
 import { kcatProduce } from '../kcat.js';
-import { markProjectionVersion1 } from '../model-progress.js';
+import { markPreviousProjectionVersion } from '../model-progress.js';
 import { CampaignBroker, Replica } from './cluster.js';
 import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
@@ -469,7 +469,7 @@ class Campaign {
         const replica = random.pick(this.replicas.filter((r) => r.running));
         await replica.kill('SIGTERM');
         const file = new ModelFiles(replica.dataDir).currentFile();
-        if (file !== null) markProjectionVersion1(file);
+        if (file !== null) markPreviousProjectionVersion(file);
         replica.start();
         this.count('projection version change');
         if (!this.history.ordersShortened()) return `projection version change on ${replica.name}`;

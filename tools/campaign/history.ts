@@ -20,10 +20,11 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Kafka } from 'kafkajs';
 import type { TopicRole } from '../../schemas/streams.js';
+import { KEYS_STORE_VERSION } from '../../projections/keys/schema.js';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { keysFile } from '../../src/keys/keys-files.js';
 import { ModelFiles } from '../../src/read-model/files.js';
-import { markProjectionVersion1 } from '../model-progress.js';
+import { markPreviousProjectionVersion } from '../model-progress.js';
 import type { Replica } from './cluster.js';
 import { get } from './probe.js';
 import type { Random } from './random.js';
@@ -104,7 +105,7 @@ export class HistoryOps {
   weights(up: boolean, all: boolean): Record<HistoryOperation, number> {
     const possible = up && all && this.host.replicas.every((r) => this.currentVersion(r));
     const keysPossible =
-      possible && this.host.replicas.every((r) => !existsSync(keysFile(r.dataDir, PROJECTION_VERSION - 1)));
+      possible && this.host.replicas.every((r) => !existsSync(keysFile(r.dataDir, KEYS_STORE_VERSION - 1)));
     return {
       deleteThenRebuild: possible ? 1 : 0,
       deleteThenVersionChange: possible ? 1 : 0,
@@ -248,7 +249,7 @@ export class HistoryOps {
     const replica = this.host.random.pick(this.host.replicas.filter((r) => r.running));
     await replica.kill('SIGTERM');
     const file = new ModelFiles(replica.dataDir).currentFile();
-    if (file !== null) markProjectionVersion1(file);
+    if (file !== null) markPreviousProjectionVersion(file);
     replica.start();
     this.host.count('projection version change');
     return `${deleted}; new orders; projection version change on ${replica.name}: ${await this.afterVersionChange(replica)}`;
@@ -326,11 +327,11 @@ export class HistoryOps {
     let gap: string | null = null;
     // A seeded store retires its predecessor once it has read on from it; the gap's words stay in
     // /readyz until that first fetch, so they count only once the wait for the retirement is over.
-    while (Date.now() < deadline && existsSync(keysFile(replica.dataDir, PROJECTION_VERSION - 1))) {
+    while (Date.now() < deadline && existsSync(keysFile(replica.dataDir, KEYS_STORE_VERSION - 1))) {
       await this.host.lookAtAll();
       await sleep(250);
     }
-    if (existsSync(keysFile(replica.dataDir, PROJECTION_VERSION - 1)))
+    if (existsSync(keysFile(replica.dataDir, KEYS_STORE_VERSION - 1)))
       gap = await this.namedGap(replica, 'reasons');
     await this.host.lookAtAll();
     if (gap === null) {
@@ -578,21 +579,21 @@ function gapIn(body: unknown, where: 'reasons' | 'warnings', ops: HistoryOps): s
   return null;
 }
 
-/** The keys store of `dataDir` turned into the predecessor of this version's, as after a version change. */
+/** The keys store of `dataDir` turned into the predecessor of this version's, as after a keys store version change. */
 function makePredecessor(dataDir: string): void {
   const store = keysFile(dataDir);
   const db = new Database(store, { fileMustExist: true });
   try {
     db.pragma('wal_checkpoint(TRUNCATE)');
     db.prepare(`UPDATE projection_meta SET value = ? WHERE key = 'projection_version'`).run(
-      String(PROJECTION_VERSION - 1),
+      String(KEYS_STORE_VERSION - 1),
     );
   } finally {
     db.close();
   }
   rmSync(`${store}-wal`, { force: true });
   rmSync(`${store}-shm`, { force: true });
-  renameSync(store, keysFile(dataDir, PROJECTION_VERSION - 1));
+  renameSync(store, keysFile(dataDir, KEYS_STORE_VERSION - 1));
 }
 
 function readOne(file: string, sql: string, ...params: unknown[]): Record<string, unknown> | undefined {

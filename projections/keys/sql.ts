@@ -1,0 +1,29 @@
+/**
+ * The SQL that writes and reads the keys store's table, `api_keys`. src/ prepares and executes
+ * these; its positions, dead letters and version are kept with the orders model's statements
+ * (`orders/sql.ts`: `writeSql.selectOffsets`, `upsertOffset`, `insertDeadLetter`, `metaSql`), the
+ * tables being the same in both schemas.
+ */
+import { apiKeyColumns } from './rows.js';
+
+/** What the keys consumer's writer reads and writes. */
+export const keysWriteSql = {
+  /** The rows of the ids in a JSON array: a batch reads its rows with one statement. */
+  selectApiKeys: `SELECT ${apiKeyColumns.join(', ')} FROM api_keys WHERE key_id IN (SELECT value FROM json_each(?))`,
+  /** Parameters: the values of `apiKeyColumns`, in that order (an in-place upsert). */
+  upsertApiKey:
+    `INSERT INTO api_keys (${apiKeyColumns.join(', ')}) VALUES (${apiKeyColumns.map(() => '?').join(', ')}) ` +
+    `ON CONFLICT (key_id) DO UPDATE SET ${apiKeyColumns
+      .slice(1)
+      .map((c) => `${c} = excluded.${c}`)
+      .join(', ')}`,
+} as const;
+
+/** What authentication reads (`src/keys/`): a key by its hash, and by its id. */
+const keyColumns = 'key_id, org_id, revoked, v_at, v_sub, v_rank, v_id';
+export const keysSql = {
+  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+  keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
+  /** What the operator's `status` counts. */
+  activeKeys: `SELECT count(*) AS activeKeys FROM api_keys WHERE revoked = 0`,
+} as const;
