@@ -1,7 +1,7 @@
 /** The API key events' rules: api_key.issued writes the key, api_key.revoked leaves only its id, revoked. */
 import type { ApiKeyIssued, ApiKeyRevoked } from '../../schemas/events.js';
 import type { ApiKeyRow } from './rows.js';
-import { newerRow } from '../facts/versions.js';
+import { newerRow } from '../facts/stamps.js';
 
 /** What an API key event changes: the key's row after it. */
 export interface ApiKeyChange {

@@ -8,7 +8,7 @@
 -- the same statements. Every statement here says IF NOT EXISTS, so that tests and tools can add the
 -- keys to a file of the orders model and keep both in one file (`openOneFileModel`).
 
--- Only the SHA-256 of a key is ever stored. The version of the fact that set the row: occurred_at as
+-- Only the SHA-256 of a key is ever stored. The stamp of the fact that set the row: occurred_at as
 -- epoch milliseconds, the nanoseconds within it, a rank letting a revocation win ties, the event id.
 CREATE TABLE IF NOT EXISTS api_keys (
   key_id     TEXT PRIMARY KEY,

@@ -1,7 +1,7 @@
 /** The article events' rules: article.published writes the article, article.removed leaves a tombstone. */
 import type { ArticlePublished, ArticleRemoved } from '../../schemas/events.js';
 import type { ArticleRow } from './rows.js';
-import { newerRow, toEpochMs } from '../facts/versions.js';
+import { newerRow, toEpochMs } from '../facts/stamps.js';
 
 /** What an article event changes: the article's row after it. */
 export interface ArticleChange {

@@ -1,6 +1,6 @@
 /**
  * The projection: pure functions from (event, current rows) to the rows to write. No I/O, no clock.
- * Convergence (docs/events.md) comes from comparing fact versions per field group, so any
+ * Convergence (docs/events.md) comes from comparing fact stamps per field group, so any
  * interleaving and any redelivery of the same facts yields the same rows. `evolve` hands each event
  * to the rules of its family: `order-events.ts`, `article-events.ts`, and the keys store's `../keys/api-key-events.ts`.
  */

@@ -1,13 +1,13 @@
 /**
  * The order events' rules: each of order.created, order.updated, order.deleted and
  * order.status_changed sets the field groups it names, each group only when the fact supersedes
- * the group's stored version, and the row's listed status follows from the result.
+ * the group's stored stamp, and the row's listed status follows from the result.
  */
 import type { OrderCreated, OrderDeleted, OrderStatusChanged, OrderUpdated } from '../../schemas/events.js';
 import type { OrderRow } from './rows.js';
 import { listedStatusOf, type ListedStatus } from './status.js';
-import { supersedes, type FactVersion } from '../facts/fact-version.js';
-import { instantOf, storedVersion, toEpochMs, versionOf } from '../facts/versions.js';
+import { supersedes, type FactStamp } from '../facts/fact-stamp.js';
+import { instantOf, storedStamp, toEpochMs, stampOf } from '../facts/stamps.js';
 
 /** What an order event changes: the row before and after it. */
 export interface OrderChange {
@@ -65,17 +65,17 @@ function orderChange(before: OrderRow | undefined, next: OrderRow): OrderChange 
   return { table: 'orders', before, row: next };
 }
 
-/** The field groups of an order; each has its own `<group>_v_at` / `<group>_v_id` version columns. */
+/** The field groups of an order; each has its own `<group>_v_at` / `<group>_v_id` stamp columns. */
 type OrderFieldGroup = 'created' | 'title' | 'distribution' | 'status' | 'deleted';
 
 /**
  * Applies each (group, values) whose fact supersedes the group's stored
- * version; null when none does (a duplicate or a stale fact).
+ * stamp; null when none does (a duplicate or a stale fact).
  */
 function applyOrderGroups(
   orderId: number,
   current: OrderRow | undefined,
-  v: FactVersion,
+  v: FactStamp,
   updates: readonly (readonly [OrderFieldGroup, Partial<OrderRow>])[],
 ): OrderChange | null {
   // One copy of the row per event, made when the first group changes (the current row is never mutated).
@@ -83,7 +83,7 @@ function applyOrderGroups(
   const base = current ?? emptyOrder(orderId);
   for (const [group, values] of updates) {
     const row = next ?? base;
-    if (!supersedes(v, storedVersion(row[`${group}_v_at`], row[`${group}_v_sub`], row[`${group}_v_id`]))) {
+    if (!supersedes(v, storedStamp(row[`${group}_v_at`], row[`${group}_v_sub`], row[`${group}_v_id`]))) {
       continue;
     }
     next ??= { ...base };
@@ -100,7 +100,7 @@ const distributionMs = (date: string | null): number | null => (date === null ? 
 export function applyOrderCreated(event: OrderCreated, current: OrderRow | undefined): OrderChange | null {
   const d = event.data;
   const created = instantOf(d.created_at);
-  return applyOrderGroups(d.order_id, current, versionOf(event), [
+  return applyOrderGroups(d.order_id, current, stampOf(event), [
     [
       'created',
       {
@@ -118,7 +118,7 @@ export function applyOrderCreated(event: OrderCreated, current: OrderRow | undef
 
 export function applyOrderUpdated(event: OrderUpdated, current: OrderRow | undefined): OrderChange | null {
   const { order_id, press_release_title, distribution_date } = event.data;
-  return applyOrderGroups(order_id, current, versionOf(event), [
+  return applyOrderGroups(order_id, current, stampOf(event), [
     ...(press_release_title === undefined ? [] : [['title', { title: press_release_title }] as const]),
     ...(distribution_date === undefined
       ? []
@@ -127,14 +127,14 @@ export function applyOrderUpdated(event: OrderUpdated, current: OrderRow | undef
 }
 
 export function applyOrderDeleted(event: OrderDeleted, current: OrderRow | undefined): OrderChange | null {
-  return applyOrderGroups(event.data.order_id, current, versionOf(event), [['deleted', {}]]);
+  return applyOrderGroups(event.data.order_id, current, stampOf(event), [['deleted', {}]]);
 }
 
 export function applyOrderStatusChanged(
   event: OrderStatusChanged,
   current: OrderRow | undefined,
 ): OrderChange | null {
-  return applyOrderGroups(event.data.order_id, current, versionOf(event), [
+  return applyOrderGroups(event.data.order_id, current, stampOf(event), [
     ['status', { status: event.data.status }],
   ]);
 }

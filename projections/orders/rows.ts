@@ -1,7 +1,7 @@
 import type { DomainEvent } from '../../schemas/events.js';
 import type { ListedStatus } from './status.js';
 
-/** One row of `orders`: the facts seen for an order, each field group with the version that set it. */
+/** One row of `orders`: the facts seen for an order, each field group with the stamp of the fact that set it. */
 export interface OrderRow {
   order_id: number;
   org_id: number | null;

@@ -5,7 +5,7 @@
 -- (projections/keys/schema.sql). Files of version 4 created before the split still hold an empty
 -- api_keys table, which nothing reads or writes.
 --
--- Every fact table keeps, per field group, the version of the fact that set it: occurred_at as epoch
+-- Every fact table keeps, per field group, the stamp of the fact that set it: occurred_at as epoch
 -- milliseconds (`*_v_at`) and the nanoseconds within that millisecond (`*_v_sub`, 0–999 999), then
 -- the event id. That is what makes replays and any reordering converge (docs/events.md).
 

@@ -13,7 +13,7 @@
  */
 import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { keysSql } from '../../projections/keys/sql.js';
-import { supersedes, type FactVersion } from '../../projections/facts/fact-version.js';
+import { supersedes, type FactStamp } from '../../projections/facts/fact-stamp.js';
 import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
 import { readsOf, type KeysRef } from '../read-model/read-view.js';
@@ -44,7 +44,7 @@ class StoreReads {
   }
 }
 
-function versionOf(row: KeyRow): FactVersion {
+function stampOf(row: KeyRow): FactStamp {
   return { at: row.v_at, sub: row.v_sub, rank: row.v_rank, id: row.v_id };
 }
 
@@ -124,7 +124,7 @@ export class KeyLookup {
       const row = mine.activeByHash.get(keySha256) as KeyRow | undefined;
       if (row === undefined) continue;
       const there = other.byId.get(row.key_id) as KeyRow | undefined;
-      if (there === undefined || !supersedes(versionOf(there), versionOf(row))) return row.org_id;
+      if (there === undefined || !supersedes(stampOf(there), stampOf(row))) return row.org_id;
     }
     return null;
   }

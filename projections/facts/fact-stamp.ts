@@ -1,9 +1,9 @@
 /**
  * The position of a fact in "last writer wins": when it happened upstream, to
  * the nanosecond when the publisher gives that much, then, for facts removing an entity, a rank that lets removal win ties, then
- * the event id. Comparing versions is all convergence needs.
+ * the event id. Comparing stamps is all convergence needs.
  */
-export interface FactVersion {
+export interface FactStamp {
   /** occurred_at in epoch milliseconds (floor) */
   at: number;
   /** nanoseconds of occurred_at within that millisecond (0–999 999): comparisons use the precision given */
@@ -13,7 +13,7 @@ export interface FactVersion {
   id: string;
 }
 
-export function compareVersions(a: FactVersion, b: FactVersion): number {
+export function compareStamps(a: FactStamp, b: FactStamp): number {
   if (a.at !== b.at) return a.at < b.at ? -1 : 1;
   if (a.sub !== b.sub) return a.sub < b.sub ? -1 : 1;
   if (a.rank !== b.rank) return a.rank - b.rank;
@@ -21,6 +21,6 @@ export function compareVersions(a: FactVersion, b: FactVersion): number {
 }
 
 /** True when `candidate` should replace `current` (absent values always lose). */
-export function supersedes(candidate: FactVersion, current: FactVersion | null): boolean {
-  return current === null || compareVersions(candidate, current) > 0;
+export function supersedes(candidate: FactStamp, current: FactStamp | null): boolean {
+  return current === null || compareStamps(candidate, current) > 0;
 }
