@@ -149,7 +149,7 @@ export function startProjectorThread(
             events: message.outcome.applied,
             deadLetters: message.outcome.deadLettered,
             unchanged: message.outcome.unchanged,
-            skipped: message.outcome.skipped,
+            alreadyApplied: message.outcome.alreadyApplied,
             nextOffset: message.outcome.nextOffset,
             startedAt: message.startedAt,
             endedAt: message.endedAt,

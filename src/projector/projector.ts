@@ -187,7 +187,7 @@ function reportSkip(options: ProjectionOptions, topic: string, partition: number
       applied: 0,
       unchanged: 0,
       deadLettered: 1,
-      skipped: 0,
+      alreadyApplied: 0,
       appliedByType: {},
       deadLettersByReason: { skipped_by_operator: 1 },
       nextOffset: next,

@@ -43,8 +43,8 @@ export interface BatchOutcome {
   /** applied events that changed no row: duplicates and stale facts */
   unchanged: number;
   deadLettered: number;
-  /** messages below the stored offset, already applied before */
-  skipped: number;
+  /** messages below the stored offset, applied before */
+  alreadyApplied: number;
   appliedByType: Partial<Record<EventType, number>>;
   deadLettersByReason: Partial<Record<DeadLetterReason, number>>;
   /** the partition's next offset after this batch, or null if the batch was empty */
@@ -144,7 +144,7 @@ export class ReadModelWriter {
       applied: 0,
       unchanged: 0,
       deadLettered: 0,
-      skipped: 0,
+      alreadyApplied: 0,
       appliedByType: {},
       deadLettersByReason: {},
       nextOffset: null,
@@ -159,7 +159,7 @@ export class ReadModelWriter {
       for (const message of messages) {
         const offset = Number(message.offset);
         if (offset < stored) {
-          outcome.skipped += 1;
+          outcome.alreadyApplied += 1;
           continue;
         }
         const { decoded } = message;

@@ -54,7 +54,7 @@ export const serviceAttributes = {
   events: 'orders_read_model.batch.events',
   deadLetters: 'orders_read_model.batch.dead_letters',
   unchanged: 'orders_read_model.batch.unchanged',
-  skipped: 'orders_read_model.batch.skipped',
+  alreadyApplied: 'orders_read_model.batch.already_applied',
 } as const;
 
 function samplerOf(config: TracingConfig): Sampler {
@@ -164,7 +164,7 @@ export function createTracing(config: TracingConfig, logger: Logger): Tracing {
         [serviceAttributes.events]: batch.events,
         [serviceAttributes.deadLetters]: batch.deadLetters,
         [serviceAttributes.unchanged]: batch.unchanged,
-        [serviceAttributes.skipped]: batch.skipped,
+        [serviceAttributes.alreadyApplied]: batch.alreadyApplied,
       };
       if (batch.firstOffset !== undefined) attributes[serviceAttributes.firstOffset] = batch.firstOffset;
       if (batch.lastOffset !== undefined) attributes[serviceAttributes.lastOffset] = batch.lastOffset;

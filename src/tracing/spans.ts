@@ -44,7 +44,7 @@ export interface AppliedBatch {
   events: number;
   deadLetters: number;
   unchanged: number;
-  skipped: number;
+  alreadyApplied: number;
   nextOffset: number | null;
   startedAt: number;
   endedAt: number;

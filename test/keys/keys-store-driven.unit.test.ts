@@ -148,7 +148,7 @@ const outcome = (nextOffset: number): BatchOutcome => ({
   applied: 1,
   unchanged: 0,
   deadLettered: 0,
-  skipped: 0,
+  alreadyApplied: 0,
   appliedByType: {},
   deadLettersByReason: {},
   nextOffset,

@@ -125,7 +125,7 @@ describe('operator skips met by a build', () => {
           applied: 0,
           unchanged: 0,
           deadLettered: 1,
-          skipped: 0,
+          alreadyApplied: 0,
           appliedByType: {},
           deadLettersByReason: { skipped_by_operator: 1 },
           nextOffset: 20,

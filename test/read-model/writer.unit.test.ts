@@ -141,8 +141,8 @@ describe('ReadModelWriter', () => {
     const batch = decodeBatch('orders', [{ offset: '0', key: null, value }]);
     const first = writer.applyBatch(testTopics.orders, 0, batch);
     const again = writer.applyBatch(testTopics.orders, 0, batch);
-    expect(first).toMatchObject({ applied: 1, skipped: 0, nextOffset: 1 });
-    expect(again).toMatchObject({ applied: 0, skipped: 1, nextOffset: null });
+    expect(first).toMatchObject({ applied: 1, alreadyApplied: 0, nextOffset: 1 });
+    expect(again).toMatchObject({ applied: 0, alreadyApplied: 1, nextOffset: null });
     expect(db.prepare('SELECT * FROM consumer_offsets').all()).toEqual([
       { topic: testTopics.orders, partition: 0, next_offset: 1 },
     ]);
