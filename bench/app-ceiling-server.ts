@@ -17,7 +17,7 @@ import { buildApp } from '../src/http/app.js';
 import { createLogger } from '../src/logger.js';
 import { ServiceMetrics } from '../src/metrics.js';
 import { openReadModel } from '../src/read-model/database.js';
-import type { ApiReads, ModelPosition, ModelRead } from '../src/read-model/reader.js';
+import type { ApiReads, Positions, ModelRead } from '../src/read-model/reader.js';
 import { readSql } from '../projections/orders/sql.js';
 
 const orders = Array.from({ length: 50 }, (_, i) => ({
@@ -47,7 +47,7 @@ const fromFile =
     ? null
     : openReadModel(modelFile, { readonly: true }).prepare(fileRead).raw(true);
 const answer = { title: 'Quarterly results #1000000', articles };
-const position: ModelPosition = new Map([['orders\u00000', 1]]);
+const position: Positions = new Map([['0:orders', 1]]);
 const constantModel: ModelRead = {
   orderPage: (query) => ({ orders: orders.slice(0, query.limit), total: 200_000 }),
   articlesOfOrder: (orgId, orderId) =>

@@ -5,7 +5,7 @@
  * partition from 0 on, as unsigned LEB128.
  */
 import { createHash } from 'node:crypto';
-import type { ModelPosition } from '../read-model/reader.js';
+import { splitOffsetKey, type Positions } from '../read-model/reader.js';
 
 /** Longer tokens are refused: about 500 partitions at offsets of a billion. */
 export const maxPositionTokenLength = 4096;
@@ -39,12 +39,10 @@ function pushVarint(bytes: number[], value: number): void {
 }
 
 /** The partitions of each topic of a position, by partition number (absent ones as 0). */
-function byTopic(position: ModelPosition): Map<string, number[]> {
+function byTopic(position: Positions): Map<string, number[]> {
   const topics = new Map<string, number[]>();
   for (const [key, next] of position) {
-    const at = key.lastIndexOf('\u0000');
-    const topic = key.slice(0, at);
-    const partition = Number(key.slice(at + 1));
+    const [topic, partition] = splitOffsetKey(key);
     let offsets = topics.get(topic);
     if (offsets === undefined) {
       offsets = [];
@@ -57,11 +55,11 @@ function byTopic(position: ModelPosition): Map<string, number[]> {
 }
 
 /** Tokens of positions recently answered: a position object stays the same while its file does not change. */
-const tokens = new WeakMap<ModelPosition, string>();
+const tokens = new WeakMap<Positions, string>();
 /** Positions by topic id, for the comparisons: computed once per position object. */
-const compared = new WeakMap<ModelPosition, Map<string, number[]>>();
+const compared = new WeakMap<Positions, Map<string, number[]>>();
 
-export function positionToken(position: ModelPosition): string {
+export function positionToken(position: Positions): string {
   const cached = tokens.get(position);
   if (cached !== undefined) return cached;
   const bytes: number[] = [tokenFormat];
@@ -126,7 +124,7 @@ function parseToken(token: string): RequiredPosition | null {
 }
 
 /** True when `position` has applied every offset `required` names (a partition never read counts as 0). */
-export function reached(position: ModelPosition, required: RequiredPosition): boolean {
+export function reached(position: Positions, required: RequiredPosition): boolean {
   const mine = idsOf(position);
   for (const [id, offsets] of required) {
     const have = mine.get(id);
@@ -143,7 +141,7 @@ export function topicIdsOf(topics: readonly string[]): ReadonlySet<string> {
 }
 
 /** The topic ids of a position (by `topicId`), computed once per position object. */
-export function idsOf(position: ModelPosition): Map<string, number[]> {
+export function idsOf(position: Positions): Map<string, number[]> {
   let mine = compared.get(position);
   if (mine === undefined) {
     mine = new Map(

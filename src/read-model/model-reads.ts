@@ -1,6 +1,7 @@
 /** What the HTTP API reads of a model, one read transaction per request (`ReadModelReader` implements it). */
 import type { ListedStatus } from '../../projections/orders/status.js';
 import type { Article, Order } from '../../schemas/api.js';
+import type { Positions } from '../kafka/port.js';
 
 export interface OrderPageQuery {
   orgId: number;
@@ -10,13 +11,11 @@ export interface OrderPageQuery {
 }
 
 /**
- * What a model has read of its topics: the next offset of every partition, keyed by
- * `positionKey(topic, partition)`. Stored in the same transaction as the effects, so an answer read
- * in one read transaction with it shows exactly the events before it.
+ * What a model has read of its topics is the one position shape of the service (`Positions`, the
+ * next offset of every partition keyed by `offsetKey`), stored in the same transaction as the
+ * effects, so an answer read in one read transaction with it shows exactly the events before it.
  */
-export type ModelPosition = ReadonlyMap<string, number>;
-
-export const positionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+export { offsetKey, splitOffsetKey, type Positions } from '../kafka/port.js';
 
 /** What one request reads, in one read transaction of the file (`ReadModelReader.inReadTransaction`). */
 export interface ModelRead {
@@ -30,7 +29,7 @@ export interface ModelRead {
   orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
   /** The position the transaction reads; the same object while the file has not changed. */
-  position(): ModelPosition;
+  position(): Positions;
 }
 
 /** What the HTTP API asks of the read model. */

@@ -45,7 +45,7 @@ export class ReadCache {
   private epochSeen: number;
   private rememberedSince = performance.now();
   private version: number | null = null;
-  /** The state's position (`ModelPosition`) once read; null until then. */
+  /** The state's position (`Positions`) once read; null until then. */
   position: ReadonlyMap<string, number> | null = null;
 
   constructor(options: CacheOptions) {

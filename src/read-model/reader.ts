@@ -17,17 +17,18 @@ import {
   type ReadStatements,
 } from './reader-statements.js';
 import {
-  positionKey,
-  type ModelPosition,
+  offsetKey,
+  type Positions,
   type ModelRead,
   type OrderPageQuery,
   type ReadOptions,
 } from './model-reads.js';
 
 export {
-  positionKey,
+  offsetKey,
+  splitOffsetKey,
   type ApiReads,
-  type ModelPosition,
+  type Positions,
   type ModelReads,
   type ModelRead,
   type OrderPageQuery,
@@ -148,7 +149,7 @@ export class ReadModelReader implements ModelRead {
     return this.digest('orderDigest', `a${orderId}`, orderId);
   }
 
-  position(): ModelPosition {
+  position(): Positions {
     if (this.cache.position !== null) return this.cache.position;
     return this.fromFile(() => {
       const position = new Map<string, number>();
@@ -157,7 +158,7 @@ export class ReadModelReader implements ModelRead {
         partition: number;
         next_offset: number;
       }>) {
-        position.set(positionKey(row.topic, row.partition), row.next_offset);
+        position.set(offsetKey(row.topic, row.partition), row.next_offset);
       }
       this.cache.position = position;
       return position;

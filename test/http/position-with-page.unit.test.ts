@@ -13,7 +13,7 @@ import { buildApp } from '../../src/http/app.js';
 import { parsePositionToken, positionHeader, positionToken } from '../../src/http/position.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
-import { positionKey, ReadModelReader } from '../../src/read-model/reader.js';
+import { offsetKey, ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { articlePublished, at, orderCreated } from '../helpers/events.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
@@ -114,7 +114,7 @@ describe('a position read with the page', () => {
     const first = await get('/orders');
     // Another replica has read offset 1 of the orders topic; this file has it, its reader is not told.
     model.apply(orderCreated({ order_id: 2, organization_id: 1 }, { occurred_at: at(1) }));
-    const presented = positionToken(new Map([[positionKey(testTopics.orders, 0), 2]]));
+    const presented = positionToken(new Map([[offsetKey(testTopics.orders, 0), 2]]));
     const answer = await get('/orders', { [positionHeader]: presented, 'if-none-match': first.etag });
     expect(answer.status).toBe(200);
     expect(answer.body?.data.map((order) => order.id)).toEqual([2, 1]);

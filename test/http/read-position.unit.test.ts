@@ -12,7 +12,7 @@ import {
   positionToken,
   reached,
 } from '../../src/http/position.js';
-import { positionKey, ReadModelReader } from '../../src/read-model/reader.js';
+import { offsetKey, ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { articlePublished, at, orderCreated, statusChanged } from '../helpers/events.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
@@ -132,7 +132,7 @@ describe('tags and positions across replicas', () => {
 describe('a well-formed token naming a topic this API never gave', () => {
   const modelTopics = [testTopics.orders, testTopics.orderStatus, testTopics.articles];
   const tokenOf = (topic: string, next: number): string =>
-    positionToken(new Map([[positionKey(topic, 0), next]]));
+    positionToken(new Map([[offsetKey(topic, 0), next]]));
 
   it('is refused with 400 at once, whatever its offset; a configured topic is accepted before any of it is read', async () => {
     const waitMs = 2000;
@@ -161,8 +161,8 @@ describe('a well-formed token naming a topic this API never gave', () => {
     // A known topic beside an unknown one is still refused.
     const mixed = positionToken(
       new Map([
-        [positionKey(testTopics.orders, 0), 1],
-        [positionKey('another-deployments-orders', 0), 0],
+        [offsetKey(testTopics.orders, 0), 1],
+        [offsetKey('another-deployments-orders', 0), 0],
       ]),
     );
     expect((await served.get('/orders', { [positionHeader]: mixed })).status).toBe(400);
@@ -180,7 +180,7 @@ describe('position tokens', () => {
       ),
       { maxLength: 30 },
     )
-    .map((rows) => new Map(rows.map(([topic, partition, next]) => [positionKey(topic, partition), next])));
+    .map((rows) => new Map(rows.map(([topic, partition, next]) => [offsetKey(topic, partition), next])));
 
   it('a position reaches the token of itself and of every position below it, and no position above', () => {
     fc.assert(

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { openOneFileModel, openReadModel } from '../../src/read-model/database.js';
 import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
-import { positionKey, ReadModelReader, type ModelPosition } from '../../src/read-model/reader.js';
+import { offsetKey, ReadModelReader, type Positions } from '../../src/read-model/reader.js';
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
@@ -114,7 +114,7 @@ describe('remembered digests and positions', () => {
     const model = memoryReadModel(openOneFileModel(file));
     model.apply(apiKeyIssued('k', 1, 'a'.repeat(64)), orderCreated({ order_id: 1, organization_id: 1 }));
     const reader = new ReadModelReader(openReadModel(file, { readonly: true }), { cacheChanges: true });
-    const read = (withPage = false): { digest: string; position: ModelPosition; total?: number } =>
+    const read = (withPage = false): { digest: string; position: Positions; total?: number } =>
       reader.inReadTransaction((snapshot) => {
         const digest = snapshot.orgDigest(1);
         const total = withPage
@@ -124,7 +124,7 @@ describe('remembered digests and positions', () => {
       });
     const before = read();
     expect(before.digest).not.toBe('0');
-    expect(before.position.get(positionKey(testTopics.orders, 0))).toBe(1);
+    expect(before.position.get(offsetKey(testTopics.orders, 0))).toBe(1);
     expect(read().position).toBe(before.position);
     model.apply(orderCreated({ order_id: 2, organization_id: 1 }));
     // Not yet told of the commit: the remembered snapshot, digest and position alike.
@@ -132,12 +132,12 @@ describe('remembered digests and positions', () => {
     // A page reads the file: the position given with it is of the page's state.
     const paged = read(true);
     expect(paged.total).toBe(2);
-    expect(paged.position.get(positionKey(testTopics.orders, 0))).toBe(2);
+    expect(paged.position.get(offsetKey(testTopics.orders, 0))).toBe(2);
     const after = read();
     expect(after.digest).not.toBe(before.digest);
     model.apply(statusChanged(1, 'finished'));
     reader.forgetChanges();
-    expect(read().position.get(positionKey(testTopics.orderStatus, 0))).toBe(1);
+    expect(read().position.get(offsetKey(testTopics.orderStatus, 0))).toBe(1);
     // Never trusted for longer than a second without a report.
     model.apply(orderCreated({ order_id: 3, organization_id: 1 }));
     const unreported = read().digest;
