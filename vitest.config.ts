@@ -27,7 +27,7 @@ const longestFirst = [
   'test/bench/bench.int.test.ts',
   'test/reliability/worker-stress.int.test.ts',
   'test/reliability/crash.int.test.ts',
-  'test/operations/version-rebuild.int.test.ts',
+  'test/operations/version-candidate.int.test.ts',
 ];
 
 class LongestFirst extends BaseSequencer {

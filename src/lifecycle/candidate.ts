@@ -15,7 +15,7 @@ import type { GainMark, ReleaseLock } from './states.js';
 export class Candidates {
   /** proposals that cannot be served (another version, unreadable): never opened again */
   private readonly refused = new Set<string>();
-  /** who held the rebuild lock when the version rebuild last had to wait for it (logged once per holder) */
+  /** who held the rebuild lock when the version candidate last had to wait for it (logged once per holder) */
   private lockHeldBy: string | null = null;
 
   constructor(
@@ -41,7 +41,7 @@ export class Candidates {
       );
       return { candidate: proposal, lock };
     }
-    return candidate === null && !served.currentVersion ? this.versionRebuild() : null;
+    return candidate === null && !served.currentVersion ? this.versionCandidate() : null;
   }
 
   /** A newly proposed model to catch up, opened; null when `NEXT` names nothing new that can be served. */
@@ -67,7 +67,7 @@ export class Candidates {
   }
 
   /** Starts this process's rebuild for this projection version: a new file, proposed, under the lock; null while another rebuild holds it. */
-  private versionRebuild(): { candidate: Generation; lock: ReleaseLock } | null {
+  private versionCandidate(): { candidate: Generation; lock: ReleaseLock } | null {
     const { files, logger } = this.options;
     let lock: ReleaseLock;
     try {
@@ -75,7 +75,7 @@ export class Candidates {
     } catch (error) {
       if (!(error instanceof RebuildLocked)) throw error;
       if (this.lockHeldBy !== error.message)
-        logger.warn({ reason: error.message }, 'the version rebuild waits for the running rebuild');
+        logger.warn({ reason: error.message }, 'the version candidate waits for the running rebuild');
       this.lockHeldBy = error.message;
       return null;
     }

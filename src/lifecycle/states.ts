@@ -25,7 +25,7 @@ export interface GainMark {
   at: number;
 }
 
-/** Releases the rebuild lock this process holds for its own version rebuild. */
+/** Releases the rebuild lock this process holds for its own version candidate. */
 export type ReleaseLock = () => void;
 
 /** The served model alone, its projector starting, lagging, within READY_MAX_LAG, or waiting to restart. */
@@ -40,7 +40,7 @@ export interface CatchingUpCandidate {
   candidate: Generation;
   /** the candidate's distance to the served model when last marked; null until measured */
   gainMark: GainMark | null;
-  /** held while the candidate is this process's own version rebuild */
+  /** held while the candidate is this process's own version candidate */
   lock: ReleaseLock | null;
 }
 

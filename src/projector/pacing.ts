@@ -1,5 +1,5 @@
 /**
- * Giving way to API requests. A candidate model catching up (a version rebuild, an adopted
+ * Giving way to API requests. A candidate model catching up (a version candidate, an adopted
  * proposal) is work nobody waits for by the minute, while the requests answered meanwhile are; on a
  * machine with few cores the two compete for the same CPU. So the request thread counts the
  * requests it receives in shared memory, and a projector told to give way pauses after each batch

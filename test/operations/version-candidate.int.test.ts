@@ -3,7 +3,7 @@
  * thread that gives way to requests. Every request is answered from the old file until the switch,
  * and a revocation is honoured within 5 s all the same. The p99 printed here shares the test's own
  * event loop with its HTTP client and with the other test files; the latency figure is
- * `npm run bench:version-rebuild`'s (a service process on its own, bench/README.md).
+ * `npm run bench:version-candidate`'s (a service process on its own, bench/README.md).
  */
 import { describe, expect, it } from 'vitest';
 import { ModelFiles } from '../../src/read-model/files.js';
@@ -16,7 +16,7 @@ import { markPreviousProjectionVersion } from '../../tools/model-progress.js';
 
 const loadMs = Number(process.env['VERSION_REBUILD_LOAD_MS'] ?? 3000);
 
-describe('version rebuild', () => {
+describe('version candidate', () => {
   it('answers every request from the old file during the rebuild and honours a revocation within 5 s', async () => {
     const fixture = await serviceFixture({ orders: 20_000 });
     await fixture.publish([issueKeyOf(2)]);
@@ -60,7 +60,7 @@ describe('version rebuild', () => {
     const stillOld = service.health().file === oldFile;
     const report = await during;
     console.log(
-      `[version rebuild] idle: ${idle.requests} requests, p50 ${idle.p50Ms} ms, p99 ${idle.p99Ms} ms; during the rebuild: ${report.requests} requests, p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms (ratio ${(report.p99Ms / idle.p99Ms).toFixed(2)}, in-process with the test's client: the latency figure is bench:version-rebuild's); revocation honoured in ${honouredMs} ms ${stillOld ? 'while the old file was served' : 'after the switch'}`,
+      `[version candidate] idle: ${idle.requests} requests, p50 ${idle.p50Ms} ms, p99 ${idle.p99Ms} ms; during the rebuild: ${report.requests} requests, p50 ${report.p50Ms} ms, p99 ${report.p99Ms} ms (ratio ${(report.p99Ms / idle.p99Ms).toFixed(2)}, in-process with the test's client: the latency figure is bench:version-candidate's); revocation honoured in ${honouredMs} ms ${stillOld ? 'while the old file was served' : 'after the switch'}`,
     );
     expect(Object.keys(report.statuses)).toEqual(['200']);
     expect(stillOld).toBe(true);

@@ -1,12 +1,12 @@
 /**
- * Request latency during a projection-version rebuild, against the same service idle, in one run.
+ * Request latency during a projection-version candidate, against the same service idle, in one run.
  * Each round measures a closed-loop load (two requests in flight, GET /orders?limit=50 of random
  * organizations) on the caught-up service; then, twice, it marks the model as of an older
  * projection version, starts the service again and measures the same load from the start until the
  * rebuilt model is served: once as configured by default (the rebuild gives way to requests), once
  * with CANDIDATE_WORK_SHARE=1 (it never does). A last rebuild runs with no load, for what giving way
  * costs in rebuild time.
- *   npm run bench:version-rebuild   (BENCH_ORDERS, default 100 000; BENCH_ROUNDS, default 3;
+ *   npm run bench:version-candidate   (BENCH_ORDERS, default 100 000; BENCH_ROUNDS, default 3;
  *   BENCH_IDLE_SECONDS, default 10)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,7 +38,7 @@ const orders = Number(process.env['BENCH_ORDERS'] ?? 100_000);
 const rounds = Math.max(1, Number(process.env['BENCH_ROUNDS'] ?? 3));
 const idleSeconds = Number(process.env['BENCH_IDLE_SECONDS'] ?? 10);
 const data: BenchData = benchDataOf(orders);
-const log = (line: string): void => note(`version rebuild: ${line}`);
+const log = (line: string): void => note(`version candidate: ${line}`);
 
 interface Health {
   ready: boolean;
@@ -103,7 +103,7 @@ const ms = (value: number): string => `${value.toFixed(2)} ms`;
 async function main(): Promise<void> {
   useBuiltService();
   const broker = await benchBroker();
-  const dir = mkdtempSync(join(tmpdir(), 'bench-version-rebuild-'));
+  const dir = mkdtempSync(join(tmpdir(), 'bench-version-candidate-'));
   const dataDir = join(dir, 'data');
   let service: ServiceProcess | undefined;
   try {
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
 
     console.log(
       [
-        `version rebuild under requests, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,
+        `version candidate under requests, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,
         '',
         '| round | rebuild | idle p50 / p99 | during the rebuild p50 / p99 | p99 ratio | rebuild until served | requests during |',
         '| --- | --- | --- | --- | --- | --- | --- |',
