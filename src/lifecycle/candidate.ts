@@ -10,7 +10,8 @@ import { openReadModel } from '../read-model/database.js';
 import { RebuildLocked, type ModelFiles } from '../read-model/files.js';
 import { distanceTo, Generation } from './generation.js';
 import type { LifecycleOptions } from './options.js';
-import type { GainMark, ReleaseLock } from './states.js';
+import type { CatchingUpCandidate, GainMark, ReleaseLock } from './states.js';
+import type { Health } from './health.js';
 
 export class Candidates {
   /** proposals that cannot be served (another version, unreadable): never opened again */
@@ -103,6 +104,19 @@ export class Candidates {
       logger.error({ err: error, file: old.file }, 'retiring a superseded candidate failed'),
     );
   }
+}
+
+/** A lag measure while a candidate catches up: its progress reported, its pace set; the state after it. */
+export function candidateMeasured(
+  state: CatchingUpCandidate,
+  ends: readonly PartitionEnds[],
+  now: number,
+  options: Pick<LifecycleOptions, 'readyMaxLag' | 'candidateGainWindowMs' | 'logger' | 'events'>,
+  health: Pick<Health, 'progressOf'>,
+): CatchingUpCandidate {
+  const ratio = health.progressOf(state.candidate);
+  if (ratio !== null) options.events?.candidateProgress?.(ratio);
+  return { ...state, gainMark: paceCandidate(state, ends, now, options) };
 }
 
 /**

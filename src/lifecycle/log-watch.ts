@@ -36,6 +36,23 @@ export class LogWatch {
 
   constructor(private readonly options: LogWatchOptions) {}
 
+  /** The lifecycle's log watch; null when its options give no way to read the topics' settings. */
+  static of(options: {
+    topicRetention?: LogWatchOptions['topicRetention'];
+    files: { acceptedLosses: () => readonly AcceptedLoss[] };
+    logger: Logger;
+    events?: { logChecked?: (report: LogReport) => void };
+  }): LogWatch | null {
+    const { topicRetention, files, logger, events } = options;
+    if (topicRetention === undefined) return null;
+    return new LogWatch({
+      topicRetention,
+      acceptedLosses: () => files.acceptedLosses(),
+      logger,
+      ...(events?.logChecked === undefined ? {} : { checked: events.logChecked }),
+    });
+  }
+
   private checking = false;
 
   /** Starts a check unless one is under way (it never fails: `check` logs what went wrong). */

@@ -11,7 +11,7 @@ import type { KeysStore } from '../keys/keys-store.js';
 import type { PartitionEnds } from '../kafka/port.js';
 import type { ReadView } from '../read-model/read-view.js';
 import type { ApiReads } from '../read-model/reader.js';
-import { Candidates, paceCandidate } from './candidate.js';
+import { Candidates, candidateMeasured } from './candidate.js';
 import { Generation } from './generation.js';
 import { projectorContextOf, startProjecting, type ProjectorContext } from './projector-events.js';
 import { Health, type HealthReport } from './health.js';
@@ -56,16 +56,7 @@ export class ReadModelLifecycle {
     this.modelTopics = new Set(orderModelRoles.map((role) => options.topics[role]));
     this.machine = new LifecycleMachine({ ...options, moved: () => this.view.refresh() });
     this.health_ = new Health(options);
-    const { topicRetention } = options;
-    this.logWatch =
-      topicRetention === undefined
-        ? null
-        : new LogWatch({
-            topicRetention,
-            acceptedLosses: () => options.files.acceptedLosses(),
-            logger,
-            ...(options.events?.logChecked === undefined ? {} : { checked: options.events.logChecked }),
-          });
+    this.logWatch = LogWatch.of(options);
     this.candidates = new Candidates({ ...options, modelTopics: this.modelTopics });
     this.keys = keysStoreOf(options, () => this.view.refresh());
     this.view = new ServedView({
@@ -128,10 +119,6 @@ export class ReadModelLifecycle {
     return this.keys.projector();
   }
 
-  candidateFile(): string | null {
-    return candidateOf(this.machine.current)?.file ?? null;
-  }
-
   /** Readiness and what it rests on; reads only. */
   health(): HealthReport {
     const now = this.options.clock.now();
@@ -192,10 +179,7 @@ export class ReadModelLifecycle {
     const partitions = this.health_.measured(modelEnds, state.served, candidateOf(state), now);
     this.options.events?.lagMeasured?.([...partitions, ...keys]);
     if (state.name === 'catching_up_candidate') {
-      const ratio = this.health_.progressOf(state.candidate);
-      if (ratio !== null) this.options.events?.candidateProgress?.(ratio);
-      const gainMark = paceCandidate(state, ends, now, this.options);
-      this.machine.moveTo({ ...state, gainMark });
+      this.machine.moveTo(candidateMeasured(state, ends, now, this.options, this.health_));
     } else if (state.name === 'catching_up' || state.name === 'live') {
       const lag = this.health_.totalLag();
       const name = lag !== null && lag <= this.options.readyMaxLag ? 'live' : 'catching_up';
