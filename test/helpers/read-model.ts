@@ -100,6 +100,11 @@ export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
   };
 }
 
+/** A dump's orders model alone: an orders model holds no keys, a one-file model of tests holds both. */
+export function ordersOnly(dump: Record<string, unknown[]>): Record<string, unknown[]> {
+  return Object.fromEntries(Object.entries(dump).filter(([table]) => table !== 'api_keys'));
+}
+
 const hasKeys = (db: ReadModelDatabase): boolean =>
   db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'api_keys'`).get() !== undefined;
 

@@ -17,7 +17,7 @@ import { ModelFiles } from '../../src/read-model/files.js';
 import { issueKeyOf } from '../helpers/api.js';
 import { connectedClients, createContractTopics, testKafka, uniqueTopicName } from '../helpers/kafka.js';
 import { projectUntilCaughtUp } from '../helpers/projection.js';
-import { dumpModel } from '../helpers/read-model.js';
+import { dumpModel, ordersOnly } from '../helpers/read-model.js';
 import { seededLog } from '../helpers/scenario.js';
 import { tempDir } from '../helpers/temp.js';
 
@@ -90,7 +90,7 @@ describe('compressed topics written by kcat', () => {
       await port.close();
       const db = new Database(rebuilt.file, { readonly: true });
       // a rebuild builds an orders model: the keys topic feeds the keys store alone
-      expect(dumpModel(db), `${set.name}, rebuilt`).toEqual({ ...reference, api_keys: [] });
+      expect(dumpModel(db), `${set.name}, rebuilt`).toEqual(ordersOnly(reference));
       db.close();
     }
   }, 300_000);
