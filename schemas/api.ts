@@ -5,7 +5,14 @@ export const API_PREFIX = '/api/external-api/v1';
 export const LIMIT_MIN = 1;
 export const LIMIT_MAX = 200;
 export const LIMIT_DEFAULT = 50;
-export const ORDER_STATUS_FILTERS = ['all', 'finished', 'processing'] as const;
+/**
+ * The statuses the API shows, declared once: the `order_status` of an Order, the `status` filters
+ * beside `all`, the model's listed statuses (`projections/orders/status.ts`) and the CHECK of
+ * `orders.listed_status` (held equal by test/projections/status.unit.test.ts).
+ */
+export const ORDER_STATUSES = ['finished', 'processing'] as const;
+export type OrderStatus = (typeof ORDER_STATUSES)[number];
+export const ORDER_STATUS_FILTERS = ['all', ...ORDER_STATUSES] as const;
 
 /**
  * A time as the API writes it: UTC, with no zone designator (the specification's format). Every
@@ -87,7 +94,7 @@ export const Order = z
   .object({
     id: int64('The unique ID of the order (up to 2^53 − 1)'),
     press_release_title: z.string(),
-    order_status: z.enum(['finished', 'processing']),
+    order_status: z.enum(ORDER_STATUSES),
     distribution_date_utc: apiTimestamp.meta({
       description: `Scheduled distribution date; equals created_at for immediate orders. ${timestampText}`,
     }),

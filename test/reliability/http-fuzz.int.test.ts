@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { LIMIT_MAX } from '../../schemas/api.js';
+import { LIMIT_MAX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
 import { articlePublished, orderCreated } from '../helpers/events.js';
 
@@ -101,7 +101,7 @@ function expectedStatus(
   const status = values('status');
   if (!(
     status.length === 0 ||
-    (status.length === 1 && ['all', 'finished', 'processing'].includes(status[0]!))
+    (status.length === 1 && (ORDER_STATUS_FILTERS as readonly string[]).includes(status[0]!))
   )) {
     return { status: 422, error: 'Invalid status' };
   }

@@ -7,6 +7,7 @@
  * moves to another order and a key is issued once and revoked at most once.
  */
 import { createHash } from 'node:crypto';
+import type { OrderStatus } from '../../schemas/api.js';
 import type { DomainEvent } from '../../schemas/events.js';
 
 interface Stamp {
@@ -51,7 +52,7 @@ interface KeyFacts {
 export interface ExpectedOrder {
   id: number;
   press_release_title: string;
-  order_status: 'finished' | 'processing';
+  order_status: OrderStatus;
   distribution_date_utc: string;
   created_at: string;
 }
@@ -63,7 +64,8 @@ export interface ExpectedArticle {
   website_domain: string;
 }
 
-const shown: Record<string, 'finished' | 'processing'> = {
+// The oracle's own reading of the event contract, kept apart from the service's mapping on purpose.
+const shown: Record<string, OrderStatus> = {
   publishing: 'processing',
   publishing_ended: 'processing',
   finished: 'finished',
