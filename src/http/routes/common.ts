@@ -1,10 +1,19 @@
 /**
- * What both endpoints' schemas share: the 304 and the errors every secured route may answer. Built
+ * What the endpoints share: the order id of a path, the 304 and the errors every secured route may answer. Built
  * when a route is registered, not at load, so that the contract test sees every text evaluated
  * (functions, not constant arrows: mutation testing then sees them run inside a test).
  */
 import { z } from 'zod';
 import { ErrorBody } from '../../../schemas/api.js';
+
+/**
+ * The order id a path names: decimal digits, leading zeros allowed. Anything else, or an id beyond
+ * 2^53 − 1 (which the contract caps), names no order: 0, an id no order has.
+ */
+export function orderIdOf(id: string): number {
+  const value = /^\d+$/.test(id) ? Number(id) : 0;
+  return Number.isSafeInteger(value) ? value : 0;
+}
 
 export function notModifiedResponse() {
   return z

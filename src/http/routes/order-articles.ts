@@ -6,16 +6,13 @@ import { entityTag, notModified, sendNotModified, setValidators } from '../condi
 import { orderNotFound, sendError } from '../api-error.js';
 import { answerAtPosition, type PositionOptions } from '../position.js';
 import { articleListJson, sendJsonText } from '../serializer.js';
-import { jsonAnswer, notModifiedResponse, positionErrorResponses, securedErrorResponses } from './common.js';
-
-/**
- * The order id a path names: decimal digits, leading zeros allowed. Anything else, or an id beyond
- * 2^53 − 1 (which the contract caps), names no order: 0, an id no order has.
- */
-function orderIdOf(id: string): number {
-  const value = /^\d+$/.test(id) ? Number(id) : 0;
-  return Number.isSafeInteger(value) ? value : 0;
-}
+import {
+  jsonAnswer,
+  notModifiedResponse,
+  orderIdOf,
+  positionErrorResponses,
+  securedErrorResponses,
+} from './common.js';
 
 export function orderArticlesRoute(
   readerOf: () => ApiReads,
