@@ -6,7 +6,7 @@
  * a broker outage and after a restart alike.
  */
 import type { UnreadableBatch } from '../kafka/port.js';
-import { skipHint, totalLag, type LagSnapshot } from '../supervision/lag.js';
+import { skipHint, totalLag, type LagMeasure } from '../supervision/lag.js';
 import type { SupervisorStatus } from '../supervision/supervisor.js';
 
 export interface KeysReadinessInput {
@@ -15,7 +15,7 @@ export interface KeysReadinessInput {
   lastReadAt: number | null;
   consumer: SupervisorStatus | null;
   stallMs: number;
-  lag: LagSnapshot | null;
+  lag: LagMeasure | null;
   readyMaxLag: number;
   unreadable: readonly (UnreadableBatch & { at: number })[];
 }

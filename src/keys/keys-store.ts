@@ -19,7 +19,7 @@ import {
   type Positions,
   type UnreadableBatch,
 } from '../kafka/port.js';
-import { lagOf, type LagSnapshot, type PartitionLag } from '../supervision/lag.js';
+import { lagOf, type LagMeasure, type PartitionLag } from '../supervision/lag.js';
 import { Supervisor } from '../supervision/supervisor.js';
 import { newCommitCounter } from '../read-model/commit-counter.js';
 import type { BatchOutcome } from '../read-model/writer.js';
@@ -58,7 +58,7 @@ export class KeysStore {
   private fetchedAt: number | null = null;
   /** when the running consumer started: the watchdog gives it `stallMs` to fetch */
   private startedAt: number | null = null;
-  private lag: LagSnapshot | null = null;
+  private lag: LagMeasure | null = null;
   private readonly unreadable = new Map<string, UnreadableBatch & { at: number }>();
   private readonly retiring = new Set<Promise<void>>();
   private starts = 0;

@@ -7,7 +7,7 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { offsetKey, type PartitionEnds, type UnreadableBatch } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
 import type { Generation } from './generation.js';
-import { lagOf, totalLag, type LagSnapshot, type PartitionLag } from '../supervision/lag.js';
+import { lagOf, totalLag, type LagMeasure, type PartitionLag } from '../supervision/lag.js';
 import { readiness } from './readiness.js';
 import type { LifecycleState, ServiceState } from './states.js';
 import type { SupervisorStatus } from '../supervision/supervisor.js';
@@ -37,7 +37,7 @@ interface StallWatch {
 
 export class Health {
   /** the served model's lag when last measured; null since a switch, or before the first measure */
-  private lag: LagSnapshot | null = null;
+  private lag: LagMeasure | null = null;
   /** the end offsets of the last measure, for the candidate's progress */
   private ends: readonly PartitionEnds[] | null = null;
   /** partitions of the served model stopped at a batch the client cannot read, until one is read */

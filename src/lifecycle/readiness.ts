@@ -4,7 +4,7 @@
  * projector runs, and it is measured within READY_MAX_LAG of the topics recently.
  */
 import type { UnreadableBatch } from '../kafka/port.js';
-import { skipHint, totalLag, type LagSnapshot } from '../supervision/lag.js';
+import { skipHint, totalLag, type LagMeasure } from '../supervision/lag.js';
 import type { ServiceState } from './states.js';
 import type { SupervisorStatus } from '../supervision/supervisor.js';
 
@@ -14,7 +14,7 @@ export interface ReadinessInput {
   /** false while the served file is of an older projection version */
   servedIsCurrentVersion: boolean;
   projector: SupervisorStatus | null;
-  lag: LagSnapshot | null;
+  lag: LagMeasure | null;
   /** when the served model's positions last moved while it lagged, or null when not lagging */
   stalledSince: number | null;
   readyMaxLag: number;

@@ -14,7 +14,7 @@ export interface PartitionLag {
   lag: number;
 }
 
-export interface LagSnapshot {
+export interface LagMeasure {
   at: number;
   partitions: PartitionLag[];
 }
@@ -36,7 +36,7 @@ export function lagOf(
   });
 }
 
-export function totalLag(lag: LagSnapshot | null): number | null {
+export function totalLag(lag: LagMeasure | null): number | null {
   return lag === null ? null : lag.partitions.reduce((sum, p) => sum + p.lag, 0);
 }
 
