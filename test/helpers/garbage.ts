@@ -41,7 +41,7 @@ const kinds: { reason: string; make: (i: number) => Buffer | null; type?: string
   { reason: 'empty_value', make: () => null },
 ];
 
-/** Kinds are spread over the four topics; `reason` is what the dead letter must say (wrong_topic aside). */
+/** Kinds are spread over the streams (schemas/streams.ts); `reason` is what the dead letter must say (wrong_topic aside). */
 export function garbageMessages(
   count: number,
 ): { role: TopicRole; key: string; raw: Buffer | null; reason: string }[] {
