@@ -7,11 +7,12 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { slowRequestMs } from '../../src/http/plugins/observability.js';
+import { positionHeader, positionToken } from '../../src/http/position.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
-import { ReadModelReader, type ApiReads } from '../../src/read-model/reader.js';
+import { offsetKey, ReadModelReader, type ApiReads } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
-import { memoryReadModel } from '../helpers/read-model.js';
+import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 
 const v1 = '/api/external-api/v1';
 
@@ -24,13 +25,13 @@ async function loggedApi(level: string, reads: (base: ApiReads) => ApiReads = (b
   const base = apiReadsOfOneFile(new ReadModelReader(model.db));
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
-  const app = await buildApp({ readerOf: () => reads(base), logger });
-  const get = async (id: string) =>
+  const app = await buildApp({ readerOf: () => reads(base), logger, readPositionWaitMs: 20 });
+  const get = async (id: string, headers: Record<string, string> = {}) =>
     (
       await app.inject({
         method: 'GET',
         url: `${v1}/orders`,
-        headers: { authorization: `Bearer ${keyOf(1)}`, 'x-request-id': id },
+        headers: { authorization: `Bearer ${keyOf(1)}`, 'x-request-id': id, ...headers },
       })
     ).statusCode;
   const ofRequest = (id: string) => lines.filter((line) => line['reqId'] === id);
@@ -72,7 +73,17 @@ describe('the request log', () => {
     expect(await api.get('failed-1')).toBe(500);
     await api.close();
     const completed = api.ofRequest('failed-1').filter((line) => line['msg'] === 'request completed');
-    expect(completed).toMatchObject([{ level: 50, res: { statusCode: 500 } }]);
+    expect(completed).toMatchObject([
+      { level: 50, req: { method: 'GET', url: `${v1}/orders` }, res: { statusCode: 500 } },
+    ]);
+  });
+
+  it('logs a 503 for a read position not reached yet (Retry-After) at debug, not as a failure', async () => {
+    const api = await loggedApi('info');
+    const ahead = positionToken(new Map([[offsetKey(testTopics.orders, 0), 1000]]));
+    expect(await api.get('behind-1', { [positionHeader]: ahead })).toBe(503);
+    await api.close();
+    expect(api.ofRequest('behind-1')).toEqual([]);
   });
 
   it(`logs an answer slower than ${slowRequestMs} ms at warn at the default level`, async () => {
@@ -87,7 +98,12 @@ describe('the request log', () => {
     await api.close();
     const [slow, ...others] = api.ofRequest('slow-1');
     expect(others).toEqual([]);
-    expect(slow).toMatchObject({ level: 40, msg: 'slow request', res: { statusCode: 200 } });
+    expect(slow).toMatchObject({
+      level: 40,
+      msg: 'slow request',
+      req: { method: 'GET', url: `${v1}/orders` },
+      res: { statusCode: 200 },
+    });
     expect(slow?.['responseTime']).toBeGreaterThan(slowRequestMs);
   });
 

@@ -27,7 +27,9 @@ export const slowRequestMs = 1000;
 
 /**
  * Fastify's own lines per request, at `debug`: at `info`, the default, they cost more CPU than the
- * read itself. An error or a 5xx is still logged at `error` and a slow answer at `warn`.
+ * read itself. An error or a 5xx is still logged at `error` and a slow answer at `warn`, each with
+ * its method and URL. A 503 with `Retry-After` (a read position not reached yet) is an answer the
+ * caller is told to retry, not a failure: `debug`, counted in the request metrics as every answer.
  */
 class RequestLog extends LogController {
   override incomingRequest(request: FastifyRequest): void {
@@ -36,13 +38,16 @@ class RequestLog extends LogController {
 
   override requestCompleted(
     error: Error | null | undefined,
-    _request: FastifyRequest,
+    request: FastifyRequest,
     reply: FastifyReply,
   ): void {
     const responseTime = reply.elapsedTime;
-    if (error) reply.log.error({ res: reply, err: error, responseTime }, 'request errored');
-    else if (reply.statusCode >= 500) reply.log.error({ res: reply, responseTime }, 'request completed');
-    else if (responseTime > slowRequestMs) reply.log.warn({ res: reply, responseTime }, 'slow request');
+    const status = reply.statusCode;
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime }, 'request errored');
+    else if (status >= 500 && !(status === 503 && reply.hasHeader('retry-after')))
+      reply.log.error({ req: request, res: reply, responseTime }, 'request completed');
+    else if (responseTime > slowRequestMs)
+      reply.log.warn({ req: request, res: reply, responseTime }, 'slow request');
     else reply.log.debug({ res: reply, responseTime }, 'request completed');
   }
 
