@@ -105,7 +105,13 @@ export class Generation {
     } catch (error) {
       if (!(error instanceof ProjectionVersionMismatch)) throw error;
       const db = openReadModel(file, { readonly: true, anyProjectionVersion: true });
-      return new Generation(file, db, false, topics);
+      try {
+        return new Generation(file, db, false, topics);
+      } catch (unreadable) {
+        // a version this code does not read (reader-statements.ts): refused, its connection closed
+        db.close();
+        throw unreadable;
+      }
     }
   }
 
