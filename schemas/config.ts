@@ -107,6 +107,12 @@ export function serviceEnvSchema() {
     READY_MAX_LAG: decimalInteger.default(1000),
     /** how long a request presenting a position (X-Read-Position) waits for this replica to reach it; at most setTimeout's bound */
     READ_POSITION_WAIT_MS: decimalInteger.pipe(z.number().max(2_147_483_647)).default(1000),
+    /** the longest a conditional request with `Prefer: wait=N` is held for a change, in seconds (`http/change-waits.ts`); 0: none is held */
+    WAIT_MAX_SECONDS: decimalInteger.pipe(z.number().max(3600)).default(60),
+    /** requests of one API key held at once, over every request thread; past it they are answered at once */
+    WAIT_MAX_PER_KEY: decimalInteger.pipe(z.number().min(1).max(100_000)).default(10),
+    /** requests held at once, over every request thread */
+    WAIT_MAX_REQUESTS: decimalInteger.pipe(z.number().min(1).max(1_000_000)).default(1000),
     STALL_TIMEOUT_MS: timerMs(positiveInt).default(30_000),
     LAG_CHECK_INTERVAL_MS: timerMs(positiveInt).default(2000),
     /** the keys consumer must have fetched within this long for the replica to be ready; past it, it is replaced */

@@ -2,6 +2,16 @@ import { hostname } from 'node:os';
 import { type ServiceEnv, serviceEnvSchema } from '../schemas/config.js';
 import { perStream, streamRoles, streams, type TopicRole } from '../schemas/streams.js';
 
+/** The bounds of waiting requests (`Prefer: wait=N`; `http/change-waits.ts`). */
+export interface WaitSettings {
+  /** the longest wait applied, in seconds (WAIT_MAX_SECONDS); 0: no request waits */
+  maxSeconds: number;
+  /** held requests of one API key at once, over every request thread (WAIT_MAX_PER_KEY) */
+  perKey: number;
+  /** held requests at once, over every request thread (WAIT_MAX_REQUESTS) */
+  total: number;
+}
+
 export interface ServiceConfig {
   /** empty when KAFKA_BROKERS is unset: commands that need Kafka refuse to run then */
   kafka: {
@@ -14,7 +24,14 @@ export interface ServiceConfig {
   topics: Record<TopicRole, string>;
   dataDir: string;
   /** `readPositionWaitMs`: how long a request waits for the position it presents (`http/position.ts`) */
-  http: { host: string; port: number; workers: number; readPositionWaitMs: number };
+  http: {
+    host: string;
+    port: number;
+    workers: number;
+    readPositionWaitMs: number;
+    /** waiting requests' bounds (`http/change-waits.ts`) */
+    waits: WaitSettings;
+  };
   admin: { host: string; port: number };
   health: { readyMaxLag: number; stallTimeoutMs: number; lagCheckIntervalMs: number; keysStallMs: number };
   /** a candidate's projector gives way to requests (`projector/pacing.ts`) */
@@ -112,6 +129,7 @@ export function loadConfig(given: NodeJS.ProcessEnv): ServiceConfig {
       port: e.HTTP_PORT,
       workers: e.HTTP_WORKERS,
       readPositionWaitMs: e.READ_POSITION_WAIT_MS,
+      waits: { maxSeconds: e.WAIT_MAX_SECONDS, perKey: e.WAIT_MAX_PER_KEY, total: e.WAIT_MAX_REQUESTS },
     },
     admin: { host: e.ADMIN_HOST, port: e.ADMIN_PORT },
     health: {

@@ -14,6 +14,7 @@ import { startReplayThread } from './projector/replay-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
+import { newWaitTable } from './http/change-waits.js';
 import { RequestThreads } from './http/threads/request-threads.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './supervision/clock.js';
@@ -122,6 +123,7 @@ async function startServing(
   const requests = newRequestCounter();
   const metrics: ServiceMetrics = new ServiceMetrics((): string => running.servedFile());
   const rateTable = newRateTable(Date.now());
+  const waitTable = newWaitTable();
   // Told every view from the start; started once the main thread listens (they take its port).
   const threads: RequestThreads | null =
     config.http.workers > 1
@@ -131,6 +133,7 @@ async function startServing(
           logger,
           requests,
           rateTable,
+          waitTable,
           view: (): ReadView => running.readView(),
         })
       : null;
@@ -153,6 +156,7 @@ async function startServing(
     requests,
     tracing,
     readPositionWaitMs: config.http.readPositionWaitMs,
+    waits: { settings: config.http.waits, table: waitTable },
     modelTopics: orderModelRoles.map((role) => config.topics[role]),
   });
   held.app = app;

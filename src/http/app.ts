@@ -13,6 +13,7 @@ import type { ApiReads } from '../read-model/reader.js';
 import type { Tracing } from '../tracing/spans.js';
 import { authenticate } from './bearer-key.js';
 import type { Authenticated } from './caller.js';
+import { ChangeWaits, defaultWaitSettings, type WaitSettings } from './change-waits.js';
 import { authentication } from './plugins/authenticate.js';
 import { compression, type CompressionSettings } from './plugins/compression.js';
 import { errorHandling, frameworkErrorOptions } from './plugins/error-answers.js';
@@ -48,6 +49,11 @@ export interface AppDeps {
    * (`position.ts`); absent: any
    */
   modelTopics?: readonly string[];
+  /**
+   * waiting requests (`Prefer: wait=N`; `change-waits.ts`): their bounds (WAIT_MAX_*), and the
+   * counters every request thread shares (`newWaitTable`); absent: the defaults, this app's own counters
+   */
+  waits?: { settings: WaitSettings; table?: SharedArrayBuffer };
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -81,6 +87,16 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   await compression(app, deps.compression);
   observability(app, deps.metrics, deps.requests);
   errorHandling(app, authenticated);
+  const changes = new ChangeWaits(
+    deps.waits?.settings ?? defaultWaitSettings,
+    () => deps.readerOf().commitEpochs?.() ?? null,
+    deps.waits?.table,
+  );
+  // Before the server stops: every held request is answered now, none is left to time out.
+  app.addHook('preClose', (done) => {
+    changes.close();
+    done();
+  });
   await app.register(
     async (api) => {
       openApiRoute(api, app);
@@ -90,6 +106,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
         const positions = {
           waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs,
           ...(deps.modelTopics === undefined ? {} : { topicIds: topicIdsOf(deps.modelTopics) }),
+          changes,
         };
         await secured.register(orderListRoute(deps.readerOf, positions));
         await secured.register(orderArticlesRoute(deps.readerOf, positions));

@@ -53,10 +53,32 @@ export function pageLinks(
   return links.join(', ');
 }
 
+/** Replies of waiting requests (`change-waits.ts`) whose 304 is held: what `sendNotModified` found. */
+const held = new WeakMap<FastifyReply, { unchanged: boolean }>();
+
+/**
+ * From now on `sendNotModified(reply)` sends nothing and records that the answer is unchanged
+ * (`held.unchanged`), until `releaseNotModified(reply)`.
+ */
+export function holdNotModified(reply: FastifyReply): { unchanged: boolean } {
+  const state = { unchanged: false };
+  held.set(reply, state);
+  return state;
+}
+
+export function releaseNotModified(reply: FastifyReply): void {
+  held.delete(reply);
+}
+
 /**
  * 304 with no payload at all: Fastify then sends neither a body nor Content-Length and Content-Type
  * (a serialized `null` would announce 4 bytes that never come, and some clients wait for them).
  */
 export function sendNotModified(reply: FastifyReply): void {
+  const holding = held.get(reply);
+  if (holding !== undefined) {
+    holding.unchanged = true;
+    return;
+  }
   void reply.code(304).send();
 }

@@ -8,7 +8,9 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiReads, ModelRead } from '../read-model/reader.js';
-import { ApiError, sendError } from './api-error.js';
+import { ApiError, sendError, unauthorized } from './api-error.js';
+import type { ChangeWaits, Recheck } from './change-waits.js';
+import { holdNotModified, releaseNotModified, sendNotModified } from './conditional.js';
 import {
   idsOf,
   maxPositionTokenLength,
@@ -55,6 +57,8 @@ export interface PositionOptions {
    * Absent: any topic (an app built without a configuration, as in benchmarks).
    */
   topicIds?: ReadonlySet<string>;
+  /** holds conditional requests with `Prefer: wait=N` until their answer changes (`change-waits.ts`); absent: none is held */
+  changes?: ChangeWaits;
 }
 
 export const unknownPositionTopic = new ApiError(
@@ -66,6 +70,12 @@ export const unknownPositionTopic = new ApiError(
 export const defaultPositionWaitMs = 1000;
 
 const notReached = Symbol('not reached');
+/** The answer would be a 304, held for a waiting request (`holdNotModified`). */
+const unchanged = Symbol('unchanged');
+type Outcome = typeof notReached | typeof unchanged | undefined;
+
+/** A held request whose key was revoked while it waited: it is refused, never answered with data. */
+const revokedWhileWaiting = unauthorized('The API key is unknown or has been revoked.');
 
 /**
  * Answers a request from one read transaction of the model, with its position in `X-Read-Position`, once
@@ -96,9 +106,12 @@ export function answerAtPosition(
   // Only a conditional request may be answered from what the reader remembers alone (a 304): any
   // other reads a page, in the same read transaction as its tag and its position.
   const remembered = request.headers['if-none-match'] !== undefined;
-  const attempt = (fresh: boolean): typeof notReached | undefined =>
-    reads().inReadTransaction(
-      (model) => {
+  const seconds = options.changes?.applicable(request) ?? null;
+  const holding = seconds === null ? null : holdNotModified(reply);
+  const attempt = (fresh: boolean): Outcome => {
+    if (holding !== null) holding.unchanged = false;
+    const outcome = reads().inReadTransaction(
+      (model): Outcome => {
         const position = model.position();
         if (foreign.length > 0 && foreign.some((id) => !idsOf(position).has(id))) {
           void sendError(reply, unknownPositionTopic);
@@ -113,26 +126,79 @@ export function answerAtPosition(
       },
       { fresh, remembered: remembered && !fresh },
     );
+    return outcome === undefined && holding?.unchanged === true ? unchanged : outcome;
+  };
+  const settle = (outcome: Outcome): void | Promise<void> => {
+    if (outcome !== unchanged || options.changes === undefined || seconds === null) return;
+    return holdUntilChanged(request, reply, { reads, changes: options.changes, seconds, attempt });
+  };
   // What the reader remembers may be a commit behind the file: look at the file before waiting.
-  if (attempt(false) !== notReached || attempt(true) !== notReached) return;
-  return waitThenAnswer(reply, () => attempt(true), options.waitMs);
+  const first = attempt(false);
+  if (first !== notReached) return settle(first);
+  const second = attempt(true);
+  if (second !== notReached) return settle(second);
+  return waitThenAnswer(reply, () => attempt(true), options.waitMs).then(settle);
+}
+
+/**
+ * Holds a request whose answer is unchanged (`change-waits.ts`): after each commit it is read
+ * again, answered 200 as soon as its tag moved; at the end of its wait (or when the app closes),
+ * answered whatever it is then, a 304 when unchanged. Its key is looked up again each time, so
+ * a key revoked while it waits gets 401, never the new answer.
+ */
+function holdUntilChanged(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  held: {
+    reads: () => ApiReads;
+    changes: ChangeWaits;
+    seconds: number;
+    attempt: (fresh: boolean) => Outcome;
+  },
+): Promise<void> {
+  const { reads, changes, seconds, attempt } = held;
+  return new Promise((resolve) => {
+    const recheck: Recheck = (final) => {
+      let done = true;
+      try {
+        if (reads().orgOfKeyHash(request.caller.keySha256) !== request.caller.orgId) {
+          void sendError(reply, revokedWhileWaiting);
+        } else {
+          if (final) releaseNotModified(reply);
+          const outcome = attempt(true);
+          // Never behind the position once reached; if it were, a 503 rather than an older answer.
+          if (outcome === notReached && final) void sendError(reply, positionNotReached(0));
+          done = final || outcome === undefined;
+        }
+      } catch (error) {
+        void reply.send(error instanceof Error ? error : new Error(String(error)));
+      }
+      if (done) resolve();
+      return done;
+    };
+    void reply.header('preference-applied', `wait=${seconds}`);
+    if (changes.hold(request, reply, seconds, recheck)) return;
+    // A bound is reached: answered at once, as if no wait had been asked.
+    void reply.removeHeader('preference-applied');
+    releaseNotModified(reply);
+    sendNotModified(reply);
+    resolve();
+  });
 }
 
 /** Polls more often at first: a replica slightly behind usually catches up within milliseconds. */
 const pollDelaysMs = [2, 5, 10, 20, 50];
 
-async function waitThenAnswer(
-  reply: FastifyReply,
-  attempt: () => typeof notReached | undefined,
-  waitMs: number,
-): Promise<void> {
+async function waitThenAnswer(reply: FastifyReply, attempt: () => Outcome, waitMs: number): Promise<Outcome> {
   const started = performance.now();
   for (let i = 0; ; i++) {
     const left = waitMs - (performance.now() - started);
     if (left <= 0) break;
     const delay = Math.min(left, pollDelaysMs[Math.min(i, pollDelaysMs.length - 1)] ?? 50);
     await new Promise((resolve) => setTimeout(resolve, delay));
-    if (attempt() !== notReached) return;
+    const outcome = attempt();
+    if (outcome !== notReached) return outcome;
   }
   void sendError(reply, positionNotReached(waitMs));
+  return undefined;
 }

@@ -37,6 +37,12 @@ export interface ModelReads {
   inReadTransaction<T>(read: (model: ModelRead) => T, how?: ReadOptions): T;
   orderPage: ModelRead['orderPage'];
   articlesOfOrder: ModelRead['articlesOfOrder'];
+  /**
+   * Shared memory whose slot 0 moves, with `Atomics.notify`, after every commit to the model
+   * answering now (`ReadModelReader.commitEpochs`): what waiting requests sleep on. Absent or null:
+   * a model nothing reports commits of (a waiting request then waits its whole time).
+   */
+  commitEpochs?(): Int32Array | null;
 }
 
 /** What the HTTP API asks: the orders model, and the organization of an active key (`src/keys/`). */

@@ -67,5 +67,6 @@ export function readsOf(
     articlesOfOrder: (orgId, orderId) => current().served.articlesOfOrder(orgId, orderId),
     orgOfKeyHash: (hash) => current().keys.orgOfKeyHash(hash),
     inReadTransaction: (read, how) => current().served.inReadTransaction(read, how),
+    commitEpochs: () => current().served.commitEpochs?.() ?? null,
   };
 }

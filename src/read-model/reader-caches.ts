@@ -76,9 +76,15 @@ export class ReadCache {
     return this.version !== null && this.position !== null;
   }
 
-  /** Makes every reader sharing the epochs forget its state. */
+  /** Makes every reader sharing the epochs forget its state, and wakes what waits for a commit (`http/change-waits.ts`). */
   reportCommit(): void {
     Atomics.add(this.epochs, changesEpoch, 1);
+    Atomics.notify(this.epochs, changesEpoch);
+  }
+
+  /** The epochs when this cache follows commits (`cacheChanges`), else null: no commit is reported to it. */
+  commitEpochs(): Int32Array | null {
+    return this.digests === null ? null : this.epochs;
   }
 
   /**

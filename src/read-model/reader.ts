@@ -122,6 +122,11 @@ export class ReadModelReader implements ModelRead {
     return this.fromFile(() => read(this));
   }
 
+  /** Moved and notified after every commit reported to this reader (slot 0); null when it caches nothing. */
+  commitEpochs(): Int32Array | null {
+    return this.cache.commitEpochs();
+  }
+
   /** Forgets remembered digests and position, in every reader sharing its epochs: call after every commit to the file. */
   forgetChanges(): void {
     this.cache.reportCommit();

@@ -71,6 +71,27 @@ const numbers: NumberCase[] = [
     refused: ['2147483648'],
   },
   {
+    name: 'WAIT_MAX_SECONDS',
+    read: (c) => c.http.waits.maxSeconds,
+    byDefault: 60,
+    accepted: ['0', '3600'],
+    refused: ['-1', '3601', '1.5'],
+  },
+  {
+    name: 'WAIT_MAX_PER_KEY',
+    read: (c) => c.http.waits.perKey,
+    byDefault: 10,
+    accepted: ['1', '100000'],
+    refused: ['0', '100001'],
+  },
+  {
+    name: 'WAIT_MAX_REQUESTS',
+    read: (c) => c.http.waits.total,
+    byDefault: 1000,
+    accepted: ['1', '1000000'],
+    refused: ['0', '1000001'],
+  },
+  {
     name: 'STALL_TIMEOUT_MS',
     read: (c) => c.health.stallTimeoutMs,
     byDefault: 30_000,

@@ -43,13 +43,20 @@ export const issueKeyOf = (orgId: number, at?: string): DomainEvent =>
  */
 export async function startTestApi(
   events: readonly DomainEvent[],
-  options: { logger?: Logger; register?: boolean; listen?: boolean } = {},
+  options: {
+    logger?: Logger;
+    register?: boolean;
+    listen?: boolean;
+    /** remember digests and report each `apply` as a commit, as the service does: what waiting requests wake on */
+    followCommits?: boolean;
+  } = {},
 ): Promise<TestApi> {
   const model = memoryReadModel();
   model.apply(...events);
-  const reader = new ReadModelReader(model.db);
+  const reader = new ReadModelReader(model.db, { cacheChanges: options.followCommits === true });
+  const reads = apiReadsOfOneFile(reader);
   const app = await buildApp({
-    readerOf: () => apiReadsOfOneFile(reader),
+    readerOf: () => reads,
     logger: options.logger ?? pino({ level: 'silent' }),
   });
   let baseUrl = '';
@@ -83,7 +90,10 @@ export async function startTestApi(
   if (options.register !== false) afterAll(close);
   return {
     baseUrl,
-    apply: model.apply,
+    apply: (...events) => {
+      model.apply(...events);
+      reader.forgetChanges();
+    },
     close,
     get: (path, key = null, headers = {}) => getRaw(`${API_PREFIX}${path}`, key, headers),
     getRaw: (path, key = null) => getRaw(path, key),

@@ -73,10 +73,16 @@ describe('conditional requests and paging links', () => {
       ] as const) {
         const headers = operation.responses[code]?.headers ?? {};
         // the budget headers come only with a rate limit (limits.unit.test.ts), Content-Encoding only
-        // with compression (compression.unit.test.ts)
+        // with compression (compression.unit.test.ts), Preference-Applied only on a held request
+        // (change-waits.unit.test.ts)
         const names = Object.keys(headers)
           .map((name) => name.toLowerCase())
-          .filter((name) => !name.startsWith('x-ratelimit-') && name !== 'content-encoding');
+          .filter(
+            (name) =>
+              !name.startsWith('x-ratelimit-') &&
+              name !== 'content-encoding' &&
+              name !== 'preference-applied',
+          );
         expect(sent.filter((name) => answer.headers.has(name))).toEqual(names);
         expect(headers['Cache-Control']).toMatchObject({
           schema: { const: answer.headers.get('cache-control') },

@@ -4,40 +4,16 @@
  * position it has seen is moved between replicas as they stop and come back (behind), and never
  * sees a total fall, an order vanish or a status go back.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
 import { freePort } from '../../tools/local-kafka.js';
-import { projectRoot } from '../../tools/harness.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
+import { startHaproxy } from '../helpers/haproxy.js';
 import { at, orderCreated, statusChanged } from '../helpers/events.js';
 import { connectedClients, createContractTopics, publish, testKafka, waitUntil } from '../helpers/kafka.js';
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
 import { tempDir } from '../helpers/temp.js';
-
-/** Debian's package installs it in /usr/sbin, which is not on every user's PATH. */
-const haproxyBinary =
-  process.env['HAPROXY'] ?? (existsSync('/usr/sbin/haproxy') ? '/usr/sbin/haproxy' : 'haproxy');
-
-function startHaproxy(env: NodeJS.ProcessEnv): { child: ChildProcess; output: string[] } {
-  const child = spawn(haproxyBinary, ['-db', '-f', join(projectRoot, 'deploy', 'haproxy', 'haproxy.cfg')], {
-    env: { PATH: process.env['PATH'], ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output: string[] = [];
-  const collect = (chunk: Buffer): void => {
-    output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
-  };
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
-  child.on('error', (error) => output.push(`cannot run ${haproxyBinary}: ${error.message}`));
-  afterAll(() => {
-    child.kill('SIGKILL');
-  });
-  return { child, output };
-}
 
 interface Poll {
   status: number;

@@ -124,3 +124,20 @@ export const ifNoneMatch = (): object => ({
     'An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body.',
   schema: { type: 'string' },
 });
+
+/** A waiting request (`change-waits.ts`): the preference, and what was applied of it. */
+export const preferWait = (): object => ({
+  in: 'header',
+  name: 'Prefer',
+  required: false,
+  description:
+    '`wait=N` (RFC 7240), with `If-None-Match`: while the named tag is current, the answer waits until the tag changes (then 200 with the new answer) or N seconds pass (then 304), at most `WAIT_MAX_SECONDS` (60 s by default). `Preference-Applied` says the seconds applied; without it, the request was not held (no `If-None-Match`, waiting off, or the bounds of held requests per key or in total reached).',
+  schema: { type: 'string' },
+});
+
+export const preferenceApplied = (): Record<string, HeaderObject> => ({
+  'Preference-Applied': {
+    description: '`wait=N`: the request was held for a change up to N seconds (`Prefer: wait`).',
+    schema: { type: 'string' },
+  },
+});

@@ -8,6 +8,8 @@ import {
   compressionHeaders,
   ifNoneMatch,
   positionHeaders,
+  preferenceApplied,
+  preferWait,
   rateLimitHeaders,
   readPosition,
   requestId,
@@ -75,13 +77,30 @@ function withConditionalHeaders(
     }
     const { operationId, okHeaders } = route;
     operation.operationId = operationId;
-    operation.parameters = [...(operation.parameters ?? []), ifNoneMatch(), readPosition(), requestId()];
+    operation.parameters = [
+      ...(operation.parameters ?? []),
+      ifNoneMatch(),
+      preferWait(),
+      readPosition(),
+      requestId(),
+    ];
     const ok = operation.responses?.['200'];
     const notModified = operation.responses?.['304'];
     if (ok === undefined || notModified === undefined)
       throw new Error(`OpenAPI: GET ${path} lacks 200 or 304`);
-    ok.headers = { ...validatorHeaders(), ...okHeaders(), ...compressionHeaders(), ...positionHeaders() };
-    notModified.headers = { ...validatorHeaders(), ...varyHeader(), ...positionHeaders() };
+    ok.headers = {
+      ...validatorHeaders(),
+      ...okHeaders(),
+      ...compressionHeaders(),
+      ...positionHeaders(),
+      ...preferenceApplied(),
+    };
+    notModified.headers = {
+      ...validatorHeaders(),
+      ...varyHeader(),
+      ...positionHeaders(),
+      ...preferenceApplied(),
+    };
     // every answer after authentication states the key's budget (a 401 has no key to count by)
     for (const [status, response] of Object.entries(operation.responses ?? {})) {
       response.headers = { ...response.headers, ...requestIdHeader() };

@@ -19,6 +19,8 @@ export interface RequestThreadData {
   requests: Int32Array;
   /** shared memory: the rate limit's windows (`http/rate-windows.ts`) */
   rateTable: SharedArrayBuffer;
+  /** shared memory: the counters of held waiting requests (`http/change-waits.ts`) */
+  waitTable: SharedArrayBuffer;
 }
 
 export type ToRequestThread = { type: 'stop' } | { type: 'metrics'; id: number };

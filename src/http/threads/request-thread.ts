@@ -32,6 +32,7 @@ try {
     requests: data.requests,
     tracing,
     readPositionWaitMs: data.config.http.readPositionWaitMs,
+    waits: { settings: data.config.http.waits, table: data.waitTable },
     modelTopics: orderModelRoles.map((role) => data.config.topics[role]),
   });
   // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it

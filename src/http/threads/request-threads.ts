@@ -45,6 +45,7 @@ export interface RequestThreadsOptions {
   logger: Logger;
   requests: Int32Array;
   rateTable: SharedArrayBuffer;
+  waitTable: SharedArrayBuffer;
   /** the view to start a thread with */
   view: () => ReadView;
 }
@@ -144,7 +145,7 @@ export class RequestThreads implements ViewSink {
   }
 
   private spawn(index: number): Promise<void> {
-    const { config, requests, rateTable, logger } = this.options;
+    const { config, requests, rateTable, waitTable, logger } = this.options;
     const port = this.port;
     const channel = new MessageChannel();
     const view = this.options.view();
@@ -158,6 +159,7 @@ export class RequestThreads implements ViewSink {
         viewPort: channel.port2,
         requests,
         rateTable,
+        waitTable,
       } satisfies RequestThreadData,
       transferList: [channel.port2],
       // Not the parent's flags: a test runner's loader flags must not reach the thread.

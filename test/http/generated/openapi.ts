@@ -138,6 +138,8 @@ export interface operations {
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
                 "If-None-Match"?: string;
+                /** @description `wait=N` (RFC 7240), with `If-None-Match`: while the named tag is current, the answer waits until the tag changes (then 200 with the new answer) or N seconds pass (then 304), at most `WAIT_MAX_SECONDS` (60 s by default). `Preference-Applied` says the seconds applied; without it, the request was not held (no `If-None-Match`, waiting off, or the bounds of held requests per key or in total reached). */
+                Prefer?: string;
                 /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
@@ -163,6 +165,8 @@ export interface operations {
                     Vary?: "accept-encoding";
                     /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. Send the newest one received back in `X-Read-Position` so that no replica answers from an older model. */
                     "X-Read-Position"?: string;
+                    /** @description `wait=N`: the request was held for a change up to N seconds (`Prefer: wait`). */
+                    "Preference-Applied"?: string;
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
                     "X-Request-Id"?: string;
                     /** @description While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit. */
@@ -188,6 +192,8 @@ export interface operations {
                     Vary?: "accept-encoding";
                     /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. Send the newest one received back in `X-Read-Position` so that no replica answers from an older model. */
                     "X-Read-Position"?: string;
+                    /** @description `wait=N`: the request was held for a change up to N seconds (`Prefer: wait`). */
+                    "Preference-Applied"?: string;
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
                     "X-Request-Id"?: string;
                     /** @description While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit. */
@@ -332,6 +338,8 @@ export interface operations {
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
                 "If-None-Match"?: string;
+                /** @description `wait=N` (RFC 7240), with `If-None-Match`: while the named tag is current, the answer waits until the tag changes (then 200 with the new answer) or N seconds pass (then 304), at most `WAIT_MAX_SECONDS` (60 s by default). `Preference-Applied` says the seconds applied; without it, the request was not held (no `If-None-Match`, waiting off, or the bounds of held requests per key or in total reached). */
+                Prefer?: string;
                 /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
@@ -358,6 +366,8 @@ export interface operations {
                     Vary?: "accept-encoding";
                     /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. Send the newest one received back in `X-Read-Position` so that no replica answers from an older model. */
                     "X-Read-Position"?: string;
+                    /** @description `wait=N`: the request was held for a change up to N seconds (`Prefer: wait`). */
+                    "Preference-Applied"?: string;
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
                     "X-Request-Id"?: string;
                     /** @description While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit. */
@@ -383,6 +393,8 @@ export interface operations {
                     Vary?: "accept-encoding";
                     /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. Send the newest one received back in `X-Read-Position` so that no replica answers from an older model. */
                     "X-Read-Position"?: string;
+                    /** @description `wait=N`: the request was held for a change up to N seconds (`Prefer: wait`). */
+                    "Preference-Applied"?: string;
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
                     "X-Request-Id"?: string;
                     /** @description While the service limits requests (`RATE_LIMIT_MAX` > 0): requests one API key may make per window. Absent when there is no limit. */

@@ -1,0 +1,175 @@
+/**
+ * Waiting requests: a conditional GET with `Prefer: wait=N` (RFC 7240 §4.3) whose tag is still
+ * current is held until the answer's tag changes (then 200 with the new answer) or N seconds pass
+ * (then 304), at most `WAIT_MAX_SECONDS`. A held request costs no CPU while nothing changes: one
+ * watcher per request thread sleeps on the model's commit epochs (`reader-caches.ts`, moved and
+ * notified after every commit, in shared memory) and looks again at every held request when they
+ * move. Bounds per API key and in total hold across request threads (counters in shared memory);
+ * a request beyond them is answered at once, as if it had not asked, without `Preference-Applied`.
+ * Closing the app answers every held request at once (304, or 200 if its answer changed).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { WaitSettings } from '../config.js';
+
+export type { WaitSettings };
+
+export const defaultWaitSettings: WaitSettings = { maxSeconds: 60, perKey: 10, total: 1000 };
+
+/** Slots of the per-key counters: keys whose hashes share one are bounded together (never more). */
+const keySlots = 4096;
+
+/** The counters of held requests, shared by every request thread: slot 0 the total, then per key. */
+export function newWaitTable(): SharedArrayBuffer {
+  return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * (1 + keySlots));
+}
+
+/** The longest `Prefer` header read: a preference list longer than this is not one a client means. */
+const maxPreferLength = 1024;
+
+/**
+ * The seconds a request asks to wait (`Prefer: wait=N`, among other preferences, in one header or
+ * several), or null when it asks none or the value is not a decimal number of seconds.
+ */
+export function preferredWait(header: string | string[] | undefined): number | null {
+  if (header === undefined) return null;
+  const text = Array.isArray(header) ? header.join(',') : header;
+  if (text.length > maxPreferLength) return null;
+  for (const preference of text.split(',')) {
+    const match = /^\s*wait\s*=\s*"?(\d{1,9})"?\s*(;.*)?$/i.exec(preference);
+    if (match?.[1] !== undefined) return Number(match[1]);
+  }
+  return null;
+}
+
+/** What one held request does when it is looked at again: true once it has answered. */
+export type Recheck = (final: boolean) => boolean;
+
+interface Held {
+  recheck: Recheck;
+  timer: NodeJS.Timeout;
+  release: () => void;
+}
+
+/** How often the watcher also looks whether the served model's epochs were replaced (a new file). */
+const switchCheckMs = 1000;
+
+export class ChangeWaits {
+  private readonly held = new Set<Held>();
+  private readonly counts: Int32Array;
+  private watching = false;
+  private closed = false;
+
+  constructor(
+    readonly settings: WaitSettings,
+    /** the commit epochs of the model answering now (null: one that is never written) */
+    private readonly epochsOf: () => Int32Array | null,
+    table: SharedArrayBuffer = newWaitTable(),
+  ) {
+    this.counts = new Int32Array(table);
+  }
+
+  /** Held requests of this thread now (metrics, tests). */
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** The seconds this request will be held, or null when it is not (none asked, off, or a bound reached). */
+  applicable(request: FastifyRequest): number | null {
+    if (this.closed || this.settings.maxSeconds <= 0 || request.headers['if-none-match'] === undefined) {
+      return null;
+    }
+    const asked = preferredWait(request.headers.prefer);
+    if (asked === null || asked <= 0) return null;
+    return Math.min(asked, this.settings.maxSeconds);
+  }
+
+  /**
+   * Holds a request whose answer has not changed, until `recheck(false)` answers it (called after
+   * each commit), or `seconds` pass or the app closes (then `recheck(true)`, which must answer).
+   * False when a bound is reached: nothing is held, the caller answers at once.
+   */
+  hold(request: FastifyRequest, reply: FastifyReply, seconds: number, recheck: Recheck): boolean {
+    const slot = 1 + (Number.parseInt(request.caller.keySha256.slice(0, 8), 16) % keySlots);
+    if (!this.take(0, this.settings.total)) return false;
+    if (!this.take(slot, this.settings.perKey)) {
+      Atomics.sub(this.counts, 0, 1);
+      return false;
+    }
+    let released = false;
+    const entry: Held = {
+      recheck,
+      timer: setTimeout(() => this.answer(entry, true), seconds * 1000),
+      release: () => {
+        if (released) return;
+        released = true;
+        clearTimeout(entry.timer);
+        this.held.delete(entry);
+        Atomics.sub(this.counts, 0, 1);
+        Atomics.sub(this.counts, slot, 1);
+      },
+    };
+    this.held.add(entry);
+    // A caller that goes away is forgotten at once; an answered request ends the same way.
+    reply.raw.once('close', entry.release);
+    this.watch();
+    return true;
+  }
+
+  /** Answers every held request now, and holds none from here on (the app is closing). */
+  close(): void {
+    this.closed = true;
+    for (const entry of [...this.held]) this.answer(entry, true);
+  }
+
+  private take(slot: number, bound: number): boolean {
+    if (Atomics.add(this.counts, slot, 1) < bound) return true;
+    Atomics.sub(this.counts, slot, 1);
+    return false;
+  }
+
+  private answer(entry: Held, final: boolean): void {
+    if (!this.held.has(entry)) return;
+    let done = true;
+    try {
+      done = entry.recheck(final) || final;
+    } finally {
+      if (done) entry.release();
+    }
+  }
+
+  /** The served model's epochs; null also when they cannot be had now (a model being switched): looked at again within a second. */
+  private currentEpochs(): Int32Array | null {
+    try {
+      return this.epochsOf();
+    } catch {
+      return null;
+    }
+  }
+
+  /** One watcher per thread, while anything is held: it sleeps until a commit, never polls the file. */
+  private watch(): void {
+    if (this.watching) return;
+    this.watching = true;
+    void (async () => {
+      try {
+        while (this.held.size > 0) {
+          const epochs = this.currentEpochs();
+          const seen = epochs === null ? 0 : Atomics.load(epochs, 0);
+          if (epochs === null) {
+            await new Promise((resolve) => setTimeout(resolve, switchCheckMs));
+          } else {
+            const waiting = Atomics.waitAsync(epochs, 0, seen, switchCheckMs);
+            if (waiting.async) await waiting.value;
+          }
+          if (this.held.size === 0) break;
+          const now = this.currentEpochs();
+          if (now !== epochs || (now !== null && Atomics.load(now, 0) !== seen)) {
+            for (const entry of [...this.held]) this.answer(entry, false);
+          }
+        }
+      } finally {
+        this.watching = false;
+      }
+    })();
+  }
+}
