@@ -828,13 +828,14 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
         baseline: `peer: ${p.ingestEventsPerCpuSecond}`,
         ratio: ratioOf('ingestEventsPerCpuSecond'),
       },
-      {
+    );
+    if (s.rebuildSeconds > 0)
+      figures.push({
         name: `${design} peer: re-projection (peer time ÷ service time)`,
         value: `service: ${s.rebuildSeconds.toFixed(1)} s`,
         baseline: `peer: ${p.rebuildSeconds.toFixed(1)} s (load ${p.loadAverage.rebuild?.mean})`,
         ratio: ratioOf('rebuildSpeed'),
-      },
-    );
+      });
     for (const endpoint of ['orders', 'articles'] as const) {
       const rounds = r.api[endpoint];
       const closed = (side: string): string => {
