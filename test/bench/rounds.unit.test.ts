@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { roundRatios, spread, type Measure, type RoundsResult } from '../../bench/peers/rounds.js';
 import { requestSequence } from '../../bench/peers/wrk.js';
+import { ratiosToFloor } from '../../bench/floor/ratios.js';
 
 const load = (rps: number, p99Ms: number): Measure =>
   ({ rps, p99Ms, rpsPerCore: rps * 2, serverCpuMicrosPerRequest: 1e6 / (rps * 2) }) as Measure;
@@ -40,6 +41,41 @@ describe('rounds', () => {
       max: 3,
     });
     expect(roundRatios(result, 'a', 'b', (m) => m.p99Ms, 100).max).toBe(1.5);
+  });
+});
+
+describe('ratios to the floor', () => {
+  const cpu = (micros: number): Measure => ({ serverCpuMicrosPerRequest: micros }) as Measure;
+
+  it('divide each side by the floor of the same round, and judge on the worst round at any fixed rate', () => {
+    const result: RoundsResult = {
+      warmUp: {},
+      offeredRates: [100, 200],
+      rounds: [
+        {
+          order: ['floor', 'service'],
+          closed: { floor: cpu(100), service: cpu(150) },
+          fixed: {
+            '100': { floor: cpu(200), service: cpu(220) },
+            '200': { floor: cpu(100), service: cpu(110) },
+          },
+        },
+        {
+          order: ['service', 'floor'],
+          closed: { floor: cpu(50), service: cpu(100) },
+          fixed: {
+            '100': { floor: cpu(100), service: cpu(110) },
+            '200': { floor: cpu(100), service: cpu(130) },
+          },
+        },
+      ],
+    };
+    const toFloor = ratiosToFloor(result, ['floor', 'service']);
+    expect(Object.keys(toFloor)).toEqual(['service']);
+    expect(toFloor['service']!.closed).toEqual({ rounds: [1.5, 2], median: 1.75, min: 1.5, max: 2 });
+    expect(toFloor['service']!.atRate['100']!.rounds).toEqual([1.1, 1.1]);
+    // the closed loop's 2 is not a fixed rate's: the worst at the rates is round 2's 1.3 at 200 req/s
+    expect(toFloor['service']!.worstAtRates).toBe(1.3);
   });
 });
 
