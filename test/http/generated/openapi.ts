@@ -134,6 +134,8 @@ export interface operations {
                 offset?: number;
                 /** @description `finished`: fully distributed; `processing`: publishing or publishing ended; `all`: both */
                 status?: "all" | "finished" | "processing";
+                /** @description An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 422 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position */
+                cursor?: string;
             };
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
@@ -148,14 +150,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status. */
+            /** @description The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit and status (`next`, and `prev` on a cursor page, by `cursor`). */
             200: {
                 headers: {
                     /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";
-                    /** @description RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`. */
+                    /** @description RFC 8288 links to the `first` and `last` pages (by `offset`), the `next` page (when more orders follow: a `cursor` naming the last order shown) and the `prev` page (an `offset` on an offset page past the first, a `cursor` naming the first order shown on a cursor page), for the applied `limit` and `status`. */
                     Link?: string;
                     /** @description Present when the answer is compressed: an answer of 1 024 bytes or more, when `Accept-Encoding` accepts brotli (`br`, preferred) or gzip. `Content-Length` is then the compressed size. */
                     "Content-Encoding"?: "br" | "gzip";
@@ -230,7 +232,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Invalid status, or a limit or offset that is not a decimal integer */
+            /** @description Invalid status, a limit or offset that is not a decimal integer, or a cursor that is not one a link gave, names another status or comes with an offset */
             422: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
