@@ -89,7 +89,9 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
         await rateLimiting(secured, deps.rateLimit, deps.rateTable);
         const positions = {
           waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs,
-          ...(deps.modelTopics === undefined ? {} : { topicIds: topicIdsOf(deps.modelTopics) }),
+          ...(deps.modelTopics === undefined
+            ? {}
+            : { topicIds: topicIdsOf(deps.modelTopics), topics: new Set(deps.modelTopics) }),
         };
         await secured.register(orderListRoute(deps.readerOf, positions));
         await secured.register(orderArticlesRoute(deps.readerOf, positions));

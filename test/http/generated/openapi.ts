@@ -140,7 +140,7 @@ export interface operations {
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
                 "If-None-Match"?: string;
-                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
+                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Or, from a publisher, the records its producer had acknowledged: `topic=<name>;partition=<n>;offset=<n>`, several comma-separated, answered once the model has applied each of them (a topic the model is not read from: 400). Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
                 "X-Request-Id"?: string;
@@ -202,7 +202,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters). */
+            /** @description Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
             400: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
@@ -334,7 +334,7 @@ export interface operations {
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
                 "If-None-Match"?: string;
-                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
+                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Or, from a publisher, the records its producer had acknowledged: `topic=<name>;partition=<n>;offset=<n>`, several comma-separated, answered once the model has applied each of them (a topic the model is not read from: 400). Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
                 "X-Request-Id"?: string;
@@ -397,7 +397,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters). */
+            /** @description Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
             400: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
