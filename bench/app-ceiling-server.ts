@@ -49,7 +49,13 @@ const fromFile =
 const answer = { title: 'Quarterly results #1000000', articles };
 const position: Positions = new Map([['0:orders', 1]]);
 const constantModel: ModelRead = {
-  orderPage: (query) => ({ orders: orders.slice(0, query.limit), total: 200_000 }),
+  orderPage: (query) => ({
+    orders: orders.slice(0, query.limit),
+    total: 200_000,
+    firstKey: null,
+    lastKey: null,
+    more: false,
+  }),
   articlesOfOrder: (orgId, orderId) =>
     fromFile === null || fromFile.all({ orgId, orderId }).length > 0 ? answer : null,
   orgDigest: () => '1',

@@ -5,6 +5,8 @@ export const API_PREFIX = '/api/external-api/v1';
 export const LIMIT_MIN = 1;
 export const LIMIT_MAX = 200;
 export const LIMIT_DEFAULT = 50;
+/** The longest `cursor` accepted (src/http/cursor.ts writes at most 75 characters). */
+export const CURSOR_MAX_LENGTH = 128;
 /**
  * The statuses the API shows, declared once: the `order_status` of an Order, the `status` filters
  * beside `all`, the model's listed statuses (`projections/orders/status.ts`) and the CHECK of
@@ -77,6 +79,15 @@ export const OrderListQuery = z.object({
   status: z.enum(ORDER_STATUS_FILTERS).default('all').meta({
     description: '`finished`: fully distributed; `processing`: publishing or publishing ended; `all`: both',
   }),
+  cursor: z
+    .string()
+    .max(CURSOR_MAX_LENGTH)
+    .regex(/^[A-Za-z0-9_-]+$/)
+    .optional()
+    .meta({
+      description:
+        "An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 422 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position",
+    }),
 });
 export type OrderListQuery = z.infer<typeof OrderListQuery>;
 

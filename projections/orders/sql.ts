@@ -140,22 +140,48 @@ const articleListColumns = [
   ...answerColumns(articleListOrderFields).map((column) => `o.${column}`),
   ...answerColumns(articleFields).map((column) => `a.${column}`),
 ].join(', ');
+/**
+ * A page's rows end with `created_at_sub`, which no field shows: with `created_at_ms` and `order_id`
+ * it is where the row stands in the listing's order, what a cursor names (`src/http/cursor.ts`).
+ */
+const pageColumns = `${orderListColumns}, created_at_sub`;
 const newestFirst = `ORDER BY created_at_ms DESC, created_at_sub DESC, order_id DESC LIMIT @limit OFFSET @offset`;
+/** The listing's order as one row value: a keyset page seeks the index to it (no OFFSET). */
+const listingKey = `(created_at_ms, created_at_sub, order_id)`;
+const keyParams = `(@createdAtMs, @createdAtSub, @orderId)`;
+/** After a key: the older orders, newest first. */
+const afterKey = `AND ${listingKey} < ${keyParams}
+    ORDER BY created_at_ms DESC, created_at_sub DESC, order_id DESC LIMIT @limit`;
+/** Before a key: the newer orders, oldest first (the reader turns them round), nearest the key first. */
+const beforeKey = `AND ${listingKey} > ${keyParams}
+    ORDER BY created_at_ms, created_at_sub, order_id LIMIT @limit`;
 
 export const readSql = {
   /** Walks the covering index `orders_listed_by_org` backwards: newest first, ties by id, no sort step. */
-  listOrders: `SELECT ${orderListColumns} FROM orders
+  listOrders: `SELECT ${pageColumns} FROM orders
     WHERE org_id = @orgId AND listed_status IS NOT NULL ${newestFirst}`,
   /** Walks the same index, skipping entries of the other status. */
-  listOrdersByStatus: `SELECT ${orderListColumns} FROM orders
+  listOrdersByStatus: `SELECT ${pageColumns} FROM orders
     WHERE org_id = @orgId AND listed_status = @status ${newestFirst}`,
   /** `listOrders` from the end of day @day backwards: OFFSET counts within that day only. */
-  listOrdersFromDay: `SELECT ${orderListColumns} FROM orders
+  listOrdersFromDay: `SELECT ${pageColumns} FROM orders
     WHERE org_id = @orgId AND listed_status IS NOT NULL AND created_at_ms < (@day + 1) * ${DAY_MS}
     ${newestFirst}`,
-  listOrdersByStatusFromDay: `SELECT ${orderListColumns} FROM orders
+  listOrdersByStatusFromDay: `SELECT ${pageColumns} FROM orders
     WHERE org_id = @orgId AND listed_status = @status AND created_at_ms < (@day + 1) * ${DAY_MS}
     ${newestFirst}`,
+  /**
+   * A cursor's page (keyset): seeks the same covering index to the cursor's key instead of stepping
+   * over every newer order, so a page costs the same at any depth. Every one scoped by organization.
+   */
+  listOrdersAfter: `SELECT ${pageColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status IS NOT NULL ${afterKey}`,
+  listOrdersByStatusAfter: `SELECT ${pageColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status = @status ${afterKey}`,
+  listOrdersBefore: `SELECT ${pageColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status IS NOT NULL ${beforeKey}`,
+  listOrdersByStatusBefore: `SELECT ${pageColumns} FROM orders
+    WHERE org_id = @orgId AND listed_status = @status ${beforeKey}`,
   /** Listed orders per day, newest day first (both statuses of a day are adjacent): where a deep offset falls. */
   ordersPerDay: `SELECT day, orders FROM org_order_days WHERE org_id = @orgId ORDER BY day DESC`,
   ordersPerDayByStatus: `SELECT day, orders FROM org_order_days

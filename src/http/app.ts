@@ -105,7 +105,9 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
         await rateLimiting(secured, deps.rateLimit, deps.rateTable);
         const positions = {
           waitMs: deps.readPositionWaitMs ?? defaultPositionWaitMs,
-          ...(deps.modelTopics === undefined ? {} : { topicIds: topicIdsOf(deps.modelTopics) }),
+          ...(deps.modelTopics === undefined
+            ? {}
+            : { topicIds: topicIdsOf(deps.modelTopics), topics: new Set(deps.modelTopics) }),
           changes,
         };
         await secured.register(orderListRoute(deps.readerOf, positions));

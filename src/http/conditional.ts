@@ -38,18 +38,37 @@ export function setValidators(reply: FastifyReply, tag: string): void {
     .header('vary', 'accept-encoding');
 }
 
-/** `Link` (RFC 8288) to the first, previous, next and last page of GET /orders for the applied query. */
+/** Where a paging link leads: a page at an offset, or the page a cursor names (`cursor.ts`). */
+export type PageTarget = { offset: number } | { cursor: string };
+
+/** The offset of the last page of `total` orders, `limit` a page. */
+export function lastPageOffset(total: number, limit: number): number {
+  return total === 0 ? 0 : Math.floor((total - 1) / limit) * limit;
+}
+
+/** The `prev` of an offset page: the page before it, or the last one from beyond the end (none on the first page). */
+export function offsetPrev(query: { limit: number; offset: number; total: number }): PageTarget | null {
+  const { limit, offset, total } = query;
+  return offset > 0 ? { offset: Math.max(0, Math.min(offset - limit, lastPageOffset(total, limit))) } : null;
+}
+
+/**
+ * `Link` (RFC 8288) of GET /orders: the `first` and `last` pages (by offset) for the applied limit
+ * and status, and the `prev` and `next` pages the route chose (a cursor, or an offset).
+ */
 export function pageLinks(
   path: string,
-  query: { limit: number; offset: number; status: string; total: number },
+  query: { limit: number; status: string; total: number; prev: PageTarget | null; next: PageTarget | null },
 ): string {
-  const { limit, offset, status, total } = query;
-  const url = (at: number): string => `<${path}?limit=${limit}&offset=${at}&status=${status}>`;
-  const last = total === 0 ? 0 : Math.floor((total - 1) / limit) * limit;
-  const links = [`${url(0)}; rel="first"`];
-  if (offset > 0) links.push(`${url(Math.max(0, Math.min(offset - limit, last)))}; rel="prev"`);
-  if (offset + limit < total) links.push(`${url(offset + limit)}; rel="next"`);
-  links.push(`${url(last)}; rel="last"`);
+  const { limit, status, total } = query;
+  const url = (to: PageTarget): string =>
+    'cursor' in to
+      ? `<${path}?limit=${limit}&status=${status}&cursor=${to.cursor}>`
+      : `<${path}?limit=${limit}&offset=${to.offset}&status=${status}>`;
+  const links = [`${url({ offset: 0 })}; rel="first"`];
+  if (query.prev !== null) links.push(`${url(query.prev)}; rel="prev"`);
+  if (query.next !== null) links.push(`${url(query.next)}; rel="next"`);
+  links.push(`${url({ offset: lastPageOffset(total, limit) })}; rel="last"`);
   return links.join(', ');
 }
 

@@ -135,6 +135,11 @@ export function reached(position: Positions, required: RequiredPosition): boolea
   return true;
 }
 
+/** The id (hex) a token names `topic` by. */
+export function topicIdOf(topic: string): string {
+  return topicId(topic).toString('hex');
+}
+
 /** The topic ids of `topics`, for the check of a presented token. */
 export function topicIdsOf(topics: readonly string[]): ReadonlySet<string> {
   return new Set(topics.map((topic) => topicId(topic).toString('hex')));

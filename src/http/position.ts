@@ -19,6 +19,7 @@ import {
   reached,
   type RequiredPosition,
 } from './position-token.js';
+import { isBuiltPosition, maxBuiltPartition, parseBuiltPosition } from './position-built.js';
 
 export {
   maxPositionTokenLength,
@@ -36,6 +37,20 @@ export const invalidPosition = new ApiError(
   'Invalid read position',
   `X-Read-Position must be a token an answer of this API gave, unchanged (at most ${maxPositionTokenLength} characters).`,
 );
+
+export const invalidBuiltPosition = new ApiError(
+  400,
+  'Invalid read position',
+  `X-Read-Position of a publisher must be \`topic=<name>;partition=<n>;offset=<n>\` entries, comma-separated, naming records a producer had acknowledged (partitions 0–${maxBuiltPartition}, at most ${maxPositionTokenLength} characters).`,
+);
+
+/** A built position naming a topic the model is not read from: waiting for it could never end. */
+export const unknownBuiltTopic = (topic: string): ApiError =>
+  new ApiError(
+    400,
+    'Invalid read position',
+    `X-Read-Position names the topic ${topic}, which this API does not read orders, statuses or articles from. Name a record of one it reads, or send the request without it.`,
+  );
 
 export const positionNotReached = (waitedMs: number): ApiError =>
   new ApiError(
@@ -59,6 +74,8 @@ export interface PositionOptions {
   topicIds?: ReadonlySet<string>;
   /** holds conditional requests with `Prefer: wait=N` until their answer changes (`change-waits.ts`); absent: none is held */
   changes?: ChangeWaits;
+  /** the same topics by name, which a built position (`position-built.ts`) must name; absent: any */
+  topics?: ReadonlySet<string>;
 }
 
 export const unknownPositionTopic = new ApiError(
@@ -92,7 +109,21 @@ export function answerAtPosition(
 ): void | Promise<void> {
   const header = request.headers[positionHeader];
   let required: RequiredPosition | null = null;
-  if (header !== undefined) {
+  if (typeof header === 'string' && isBuiltPosition(header)) {
+    const built = parseBuiltPosition(header.trim());
+    if (built === null) {
+      void sendError(reply, invalidBuiltPosition);
+      return;
+    }
+    const unknown = [...built.topics].find(
+      (topic) => options.topics !== undefined && !options.topics.has(topic),
+    );
+    if (unknown !== undefined) {
+      void sendError(reply, unknownBuiltTopic(unknown));
+      return;
+    }
+    required = built.required;
+  } else if (header !== undefined) {
     required = typeof header === 'string' ? parsePositionToken(header.trim()) : null;
     if (required === null) {
       void sendError(reply, invalidPosition);

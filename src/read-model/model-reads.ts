@@ -7,7 +7,32 @@ export interface OrderPageQuery {
   orgId: number;
   status: ListedStatus | null;
   limit: number;
+  /** ignored when `from` is given */
   offset: number;
+  /** a keyset page: the orders just after (older than) or just before (newer than) `key`, not at `offset` */
+  from?: { direction: 'after' | 'before'; key: ListingKey };
+}
+
+/**
+ * Where an order stands in the listing's order (newest first: `created_at` to the nanosecond, then
+ * id, both descending): what a cursor names. Only a position, never an organization's.
+ */
+export interface ListingKey {
+  createdAtMs: number;
+  /** nanoseconds of created_at within its millisecond, 0–999 999 */
+  createdAtSub: number;
+  orderId: number;
+}
+
+/** One page of orders, the total before paging, and where the page starts and ends in the listing. */
+export interface OrderPage {
+  orders: Order[];
+  total: number;
+  /** the keys of the first and the last order shown (null on an empty page) */
+  firstKey: ListingKey | null;
+  lastKey: ListingKey | null;
+  /** on a keyset page: at least one more order follows in the direction read (false on an offset page) */
+  more: boolean;
 }
 
 /**
@@ -26,7 +51,7 @@ export interface ModelRead {
   orgDigest(orgId: number): string;
   /** The same for one order's articles. */
   orderDigest(orderId: number): string;
-  orderPage(query: OrderPageQuery): { orders: Order[]; total: number };
+  orderPage(query: OrderPageQuery): OrderPage;
   articlesOfOrder(orgId: number, orderId: number): { title: string; articles: Article[] } | null;
   /** The position the transaction reads; the same object while the file has not changed. */
   position(): Positions;

@@ -1,13 +1,9 @@
 /** Executes the read-model queries for the API; every query is scoped by organization in SQL. */
 import type { Statement } from 'better-sqlite3';
-import {
-  deepOffsetFrom,
-  pageStart,
-  type OrdersOfDay,
-  type PageStart,
-} from '../../projections/orders/paging.js';
-import type { Article, Order } from '../../schemas/api.js';
-import { articleListOrderOfRow, articleListOrderWidth, articleOfRow, orderOfRow } from './answer-rows.js';
+import { deepOffsetFrom } from '../../projections/orders/paging.js';
+import type { Article } from '../../schemas/api.js';
+import { articleListOrderOfRow, articleListOrderWidth, articleOfRow } from './answer-rows.js';
+import { readOrderPage } from './order-pages.js';
 import type { ReadModelDatabase } from './database.js';
 import { ReadCache, type CacheOptions } from './reader-caches.js';
 import {
@@ -20,6 +16,7 @@ import {
   offsetKey,
   type Positions,
   type ModelRead,
+  type OrderPage,
   type OrderPageQuery,
   type ReadOptions,
 } from './model-reads.js';
@@ -31,6 +28,8 @@ export {
   type Positions,
   type ModelReads,
   type ModelRead,
+  type ListingKey,
+  type OrderPage,
   type OrderPageQuery,
   type ReadOptions,
 } from './model-reads.js';
@@ -63,7 +62,7 @@ export class ReadModelReader implements ModelRead {
   /** what is remembered of the file's current state (nothing unless `cacheChanges`) */
   private readonly cache: ReadCache;
   /** Created once: better-sqlite3 builds several wrapper functions per `transaction()` call. */
-  private readonly pageInTransaction: (query: OrderPageQuery) => { orders: Order[]; total: number };
+  private readonly pageInTransaction: (query: OrderPageQuery) => OrderPage;
 
   constructor(
     readonly db: ReadModelDatabase,
@@ -82,7 +81,8 @@ export class ReadModelReader implements ModelRead {
         this.inTransaction = false;
       }
     });
-    this.pageInTransaction = (query) => this.fromFile(() => this.page(query));
+    this.pageInTransaction = (query) =>
+      this.fromFile(() => readOrderPage(this.reads, this.deepOffsetFrom, query));
   }
 
   /**
@@ -182,43 +182,8 @@ export class ReadModelReader implements ModelRead {
   }
 
   /** One page of the organization's listed orders and the total before paging, read in one read transaction. */
-  orderPage(query: OrderPageQuery): { orders: Order[]; total: number } {
+  orderPage(query: OrderPageQuery): OrderPage {
     return this.pageInTransaction(query);
-  }
-
-  private page(query: OrderPageQuery): { orders: Order[]; total: number } {
-    const s = this.reads.queries;
-    const all = query.status === null;
-    const { total } = (all ? s.countOrders : s.countOrdersByStatus).get(query) as { total: number };
-    const list = all ? s.listOrders : s.listOrdersByStatus;
-    let rows: RawRow[] = [];
-    if (query.offset < this.deepOffsetFrom || this.reads.perDay === null) {
-      rows = list.all(query) as RawRow[];
-    } else if (query.offset < total) {
-      const start = this.dayOfOffset(query);
-      rows = (
-        start === null
-          ? list.all(query)
-          : (all ? s.listOrdersFromDay : s.listOrdersByStatusFromDay).all({
-              ...query,
-              day: start.day,
-              offset: query.offset - start.newer,
-            })
-      ) as RawRow[];
-    }
-    return { total, orders: rows.map(orderOfRow) };
-  }
-
-  /**
-   * The day holding the order at `query.offset` and how many listed orders are newer than that
-   * day, found by summing whole days from the newest instead of stepping over each newer order;
-   * null if the day counts do not reach the offset.
-   */
-  private dayOfOffset(query: OrderPageQuery): PageStart | null {
-    const { perDay } = this.reads;
-    if (perDay === null) return null;
-    const days = query.status === null ? perDay.ordersPerDay : perDay.ordersPerDayByStatus;
-    return pageStart(days.iterate(query) as Iterable<OrdersOfDay>, query.offset);
   }
 
   /** The order's title and articles, or null when the order is not listed for this organization. */

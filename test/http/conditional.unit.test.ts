@@ -4,6 +4,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
 import { articlePublished, at, orderCreated, orderUpdated, statusChanged } from '../helpers/events.js';
 import { historyArbitrary } from '../helpers/histories.js';
+import { encodeCursor } from '../../src/http/cursor.js';
 
 const key = keyOf(1);
 const orders = (from: number, count: number, org = 1): DomainEvent[] =>
@@ -164,18 +165,25 @@ describe('conditional requests and paging links', () => {
     expect((joined.body as { data: unknown[] }).data).toHaveLength(1);
   });
 
-  it('links the first, previous, next and last pages for the applied limit, offset and status', async () => {
+  it('links the first, previous and last pages for the applied limit, offset and status, and the next by a cursor after the last order shown', async () => {
     const api = await startTestApi([issueKeyOf(1), ...orders(1, 7)]);
     const link = async (query: string): Promise<string | null> =>
       (await api.get(`/orders?${query}`, key)).headers.get('link');
     const path = '/api/external-api/v1/orders';
     const page = (offset: number, status = 'all', limit = 3): string =>
       `<${path}?limit=${limit}&offset=${offset}&status=${status}>`;
+    // order n was created at(n): the next page starts after the last order shown
+    const after = (id: number, status: 'all' | 'finished' = 'all', limit = 3): string =>
+      `<${path}?limit=${limit}&status=${status}&cursor=${encodeCursor({
+        direction: 'after',
+        status,
+        key: { createdAtMs: Date.parse(at(id)), createdAtSub: 0, orderId: id },
+      })}>`;
     expect(await link('limit=3')).toBe(
-      `${page(0)}; rel="first", ${page(3)}; rel="next", ${page(6)}; rel="last"`,
+      `${page(0)}; rel="first", ${after(5)}; rel="next", ${page(6)}; rel="last"`,
     );
     expect(await link('limit=3&offset=3&status=finished')).toBe(
-      `${page(0, 'finished')}; rel="first", ${page(0, 'finished')}; rel="prev", ${page(6, 'finished')}; rel="next", ${page(6, 'finished')}; rel="last"`,
+      `${page(0, 'finished')}; rel="first", ${page(0, 'finished')}; rel="prev", ${after(2, 'finished')}; rel="next", ${page(6, 'finished')}; rel="last"`,
     );
     expect(await link('limit=3&offset=6')).toBe(
       `${page(0)}; rel="first", ${page(3)}; rel="prev", ${page(6)}; rel="last"`,

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
-import { entityTag, notModified, pageLinks } from '../../src/http/conditional.js';
+import { entityTag, notModified, offsetPrev, pageLinks } from '../../src/http/conditional.js';
 
 const asking = (ifNoneMatch?: string): FastifyRequest =>
   ({ headers: ifNoneMatch === undefined ? {} : { 'if-none-match': ifNoneMatch } }) as FastifyRequest;
@@ -45,8 +45,15 @@ describe('entity tags', () => {
 });
 
 describe('paging links', () => {
-  const links = (limit: number, offset: number, total: number) =>
-    pageLinks('/orders', { limit, offset, status: 'all', total });
+  /** The links of an offset page whose next page, when there is one, is named by `cursor`. */
+  const links = (limit: number, offset: number, total: number, cursor = 'C') =>
+    pageLinks('/orders', {
+      limit,
+      status: 'all',
+      total,
+      prev: offsetPrev({ limit, offset, total }),
+      next: offset + limit < total ? { cursor } : null,
+    });
 
   it('name the first and last page always, and the previous and next when there is one', () => {
     expect(links(10, 0, 0)).toBe(
@@ -56,7 +63,7 @@ describe('paging links', () => {
       [
         '</orders?limit=10&offset=0&status=all>; rel="first"',
         '</orders?limit=10&offset=0&status=all>; rel="prev"',
-        '</orders?limit=10&offset=20&status=all>; rel="next"',
+        '</orders?limit=10&status=all&cursor=C>; rel="next"',
         '</orders?limit=10&offset=20&status=all>; rel="last"',
       ].join(', '),
     );
@@ -64,12 +71,31 @@ describe('paging links', () => {
     expect(links(10, 0, 30)).toContain('offset=20&status=all>; rel="last"');
     expect(links(10, 0, 31)).toContain('offset=30&status=all>; rel="last"');
     expect(links(10, 0, 10)).not.toContain('rel="next"');
-    expect(links(10, 0, 11)).toContain('offset=10&status=all>; rel="next"');
+    expect(links(10, 0, 11)).toContain('cursor=C>; rel="next"');
   });
 
   it('point the previous page of an offset past the end at the last page, and never below 0', () => {
     expect(links(10, 95, 25)).toContain('offset=20&status=all>; rel="prev"');
     expect(links(10, 5, 25)).toContain('offset=0&status=all>; rel="prev"');
     expect(links(10, 30, 25)).toContain('offset=20&status=all>; rel="prev"');
+  });
+
+  it('lead by cursor both ways when the route gives cursors', () => {
+    expect(
+      pageLinks('/orders', {
+        limit: 5,
+        status: 'finished',
+        total: 12,
+        prev: { cursor: 'P' },
+        next: { cursor: 'N' },
+      }),
+    ).toBe(
+      [
+        '</orders?limit=5&offset=0&status=finished>; rel="first"',
+        '</orders?limit=5&status=finished&cursor=P>; rel="prev"',
+        '</orders?limit=5&status=finished&cursor=N>; rel="next"',
+        '</orders?limit=5&offset=10&status=finished>; rel="last"',
+      ].join(', '),
+    );
   });
 });

@@ -196,9 +196,16 @@ describe('read-model indexes', () => {
   const plan = (sql: string): string[] => {
     const { db } = memoryReadModel();
     return (
-      db
-        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
-        .all({ orgId: 1, status: 'finished', limit: 50, offset: 0, orderId: 1, day: 1 }) as {
+      db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({
+        orgId: 1,
+        status: 'finished',
+        limit: 50,
+        offset: 0,
+        orderId: 1,
+        day: 1,
+        createdAtMs: 1,
+        createdAtSub: 0,
+      }) as {
         detail: string;
       }[]
     ).map((row) => row.detail);
@@ -218,6 +225,17 @@ describe('read-model indexes', () => {
     expect(plan(readSql.listOrdersFromDay)).toEqual([
       'SEARCH orders USING COVERING INDEX orders_listed_by_org (org_id=? AND created_at_ms<?)',
     ]);
+  });
+
+  it('serve a cursor page by seeking the same covering index to its key, either way, with no sort step', () => {
+    // as cheap as the first offset page: a seek instead of stepping over the newer orders
+    const seek = (comparison: '<' | '>'): string[] => [
+      `SEARCH orders USING COVERING INDEX orders_listed_by_org (org_id=? AND (created_at_ms,created_at_sub)${comparison}(?,?))`,
+    ];
+    expect(plan(readSql.listOrdersAfter)).toEqual(seek('<'));
+    expect(plan(readSql.listOrdersByStatusAfter)).toEqual(seek('<'));
+    expect(plan(readSql.listOrdersBefore)).toEqual(seek('>'));
+    expect(plan(readSql.listOrdersByStatusBefore)).toEqual(seek('>'));
   });
 
   it('serve the status-filtered listing from the same covering index with no sort step', () => {

@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LIMIT_MAX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
+import { decodeCursor, encodeCursor } from '../../src/http/cursor.js';
 import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
 import { articlePublished, orderCreated } from '../helpers/events.js';
 
@@ -45,8 +46,16 @@ const text = fc.oneof(
   fc.string({ maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 8 }),
   fc.integer().map(String),
+  fc
+    .record({ status: fc.constantFrom(...ORDER_STATUS_FILTERS), id: fc.nat() })
+    .map(({ status, id }) =>
+      encodeCursor({ direction: 'after', status, key: { createdAtMs: 0, createdAtSub: 0, orderId: id } }),
+    ),
 );
-const queryKey = fc.oneof(fc.constantFrom('limit', 'offset', 'status'), fc.string({ maxLength: 6 }));
+const queryKey = fc.oneof(
+  fc.constantFrom('limit', 'offset', 'status', 'cursor'),
+  fc.string({ maxLength: 6 }),
+);
 const query = fc.array(fc.tuple(queryKey, text), { maxLength: 5 });
 const path = fc.oneof(
   fc.constant({ kind: 'orders' as const }),
@@ -104,6 +113,13 @@ function expectedStatus(
     (status.length === 1 && (ORDER_STATUS_FILTERS as readonly string[]).includes(status[0]!))
   )) {
     return { status: 422, error: 'Invalid status' };
+  }
+  const cursors = values('cursor');
+  if (cursors.length > 0) {
+    const cursor = cursors.length === 1 ? decodeCursor(cursors[0]!) : null;
+    if (cursor === null || cursor.status !== (status[0] ?? 'all') || values('offset').length > 0) {
+      return { status: 422, error: 'Invalid cursor' };
+    }
   }
   return { status: 200 };
 }

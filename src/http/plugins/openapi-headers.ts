@@ -79,7 +79,7 @@ export const readPosition = (): object => ({
   in: 'header',
   name: 'X-Read-Position',
   required: false,
-  description: `${positionDescription} A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to \`READ_POSITION_WAIT_MS\` (1 s by default), else 503 with \`Retry-After\`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400.`,
+  description: `${positionDescription} A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to \`READ_POSITION_WAIT_MS\` (1 s by default), else 503 with \`Retry-After\`; never an older answer. Or, from a publisher, the records its producer had acknowledged: \`topic=<name>;partition=<n>;offset=<n>\`, several comma-separated, answered once the model has applied each of them (a topic the model is not read from: 400). Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400.`,
   schema: { type: 'string' },
 });
 

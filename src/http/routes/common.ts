@@ -51,7 +51,7 @@ export function securedErrorResponses() {
 export function positionErrorResponses() {
   return {
     400: jsonAnswer(
-      'Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters).',
+      'Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters).',
       ErrorBody,
     ),
     503: jsonAnswer(

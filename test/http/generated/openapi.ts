@@ -134,13 +134,15 @@ export interface operations {
                 offset?: number;
                 /** @description `finished`: fully distributed; `processing`: publishing or publishing ended; `all`: both */
                 status?: "all" | "finished" | "processing";
+                /** @description An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 422 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position */
+                cursor?: string;
             };
             header?: {
                 /** @description An ETag received before (a list of tags and `*` are accepted, compared weakly): when it names the current tag, the answer is 304 with no body. */
                 "If-None-Match"?: string;
                 /** @description `wait=N` (RFC 7240), with `If-None-Match`: while the named tag is current, the answer waits until the tag changes (then 200 with the new answer) or N seconds pass (then 304), at most `WAIT_MAX_SECONDS` (60 s by default). `Preference-Applied` says the seconds applied; without it, the request was not held (no `If-None-Match`, waiting off, or the bounds of held requests per key or in total reached). */
                 Prefer?: string;
-                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
+                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Or, from a publisher, the records its producer had acknowledged: `topic=<name>;partition=<n>;offset=<n>`, several comma-separated, answered once the model has applied each of them (a topic the model is not read from: 400). Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
                 "X-Request-Id"?: string;
@@ -150,14 +152,14 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit, offset and status. */
+            /** @description The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit and status (`next`, and `prev` on a cursor page, by `cursor`). */
             200: {
                 headers: {
                     /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";
-                    /** @description RFC 8288 links to the `first`, `prev` (when not on the first page), `next` (when more orders follow) and `last` pages, for the applied `limit`, `offset` and `status`. */
+                    /** @description RFC 8288 links to the `first` and `last` pages (by `offset`), the `next` page (when more orders follow: a `cursor` naming the last order shown) and the `prev` page (an `offset` on an offset page past the first, a `cursor` naming the first order shown on a cursor page), for the applied `limit` and `status`. */
                     Link?: string;
                     /** @description Present when the answer is compressed: an answer of 1 024 bytes or more, when `Accept-Encoding` accepts brotli (`br`, preferred) or gzip. `Content-Length` is then the compressed size. */
                     "Content-Encoding"?: "br" | "gzip";
@@ -206,7 +208,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters). */
+            /** @description Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
             400: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
@@ -236,7 +238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Invalid status, or a limit or offset that is not a decimal integer */
+            /** @description Invalid status, a limit or offset that is not a decimal integer, or a cursor that is not one a link gave, names another status or comes with an offset */
             422: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
@@ -340,7 +342,7 @@ export interface operations {
                 "If-None-Match"?: string;
                 /** @description `wait=N` (RFC 7240), with `If-None-Match`: while the named tag is current, the answer waits until the tag changes (then 200 with the new answer) or N seconds pass (then 304), at most `WAIT_MAX_SECONDS` (60 s by default). `Preference-Applied` says the seconds applied; without it, the request was not held (no `If-None-Match`, waiting off, or the bounds of held requests per key or in total reached). */
                 Prefer?: string;
-                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
+                /** @description The position of the replica’s model the answer was read from (what it had applied of every topic partition), as an opaque token of a few dozen characters. A token received before (at most 4 096 characters): the replica answers only once it has applied at least as much, waiting up to `READ_POSITION_WAIT_MS` (1 s by default), else 503 with `Retry-After`; never an older answer. Or, from a publisher, the records its producer had acknowledged: `topic=<name>;partition=<n>;offset=<n>`, several comma-separated, answered once the model has applied each of them (a topic the model is not read from: 400). Without it, a replica answers from what it has, which may be older than what another replica answered before. A token this API did not give is answered 400. */
                 "X-Read-Position"?: string;
                 /** @description An id for this request in the service’s logs, echoed on the answer; anything but 1–64 letters, digits, `_`, `.` or `-` is replaced by a new UUID. */
                 "X-Request-Id"?: string;
@@ -407,7 +409,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid read position: `X-Read-Position` is not a token this API gave (at most 4 096 characters). */
+            /** @description Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
             400: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
