@@ -89,6 +89,8 @@ export class ChangeWaits {
    * False when a bound is reached: nothing is held, the caller answers at once.
    */
   hold(request: FastifyRequest, reply: FastifyReply, seconds: number, recheck: Recheck): boolean {
+    // Closed while the request waited for its position, or its caller already gone: held by nobody.
+    if (this.closed || request.raw.destroyed || reply.raw.destroyed) return false;
     const slot = 1 + (Number.parseInt(request.caller.keySha256.slice(0, 8), 16) % keySlots);
     if (!this.take(0, this.settings.total)) return false;
     if (!this.take(slot, this.settings.perKey)) {
