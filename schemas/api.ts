@@ -86,7 +86,7 @@ export const OrderListQuery = z.object({
     .optional()
     .meta({
       description:
-        "An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 422 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position",
+        "An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 400 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position",
     }),
 });
 export type OrderListQuery = z.infer<typeof OrderListQuery>;

@@ -8,7 +8,7 @@
  * last (after) or first (before) order shown. Only a position in the order: the page is read in the
  * caller's organization whatever the cursor says, so a cursor of another organization's page names a
  * place and shows nothing of it. Every number is written canonically, and a cursor that is not
- * exactly what `encodeCursor` writes is refused (422).
+ * exactly what `encodeCursor` writes is refused (400).
  */
 import { CURSOR_MAX_LENGTH, ORDER_STATUS_FILTERS, type OrderListQuery } from '../../schemas/api.js';
 import type { ListingKey } from '../read-model/reader.js';

@@ -1,7 +1,7 @@
 /**
  * Cursor paging of GET /orders as a caller sees it: the `next` and `prev` links carry cursors, a
  * walk by them shows every order once, the envelope says what it says of an offset page, and a bad
- * cursor is a 422 with the Error object.
+ * cursor is a 400 with the Error object.
  */
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../schemas/events.js';
@@ -116,7 +116,7 @@ describe('cursor paging', () => {
     expect(pages[0]!.body.total).toBe(5);
   });
 
-  it('refuses a malformed cursor, one of another status, one with an offset and one past 128 characters: 422 Invalid cursor', async () => {
+  it('refuses a malformed cursor, one of another status, one with an offset and one past 128 characters: 400 Invalid cursor', async () => {
     const api = await startTestApi(events);
     const finished = encodeCursor({
       direction: 'after',
@@ -130,13 +130,13 @@ describe('cursor paging', () => {
     };
     for (const cursor of ['', 'abc', '%2B%2B', `${finished}=`, finished.slice(1), 'A'.repeat(129)]) {
       const answer = await api.get(`/orders?status=finished&cursor=${cursor}`, key);
-      expect(answer.status, cursor).toBe(422);
+      expect(answer.status, cursor).toBe(400);
       expect(answer.body, cursor).toEqual(malformed);
     }
     // at the bound it is read, and is no cursor; past it, refused unread: the same answer
     expect((await api.get(`/orders?cursor=${'A'.repeat(128)}`, key)).body).toEqual(malformed);
     const otherStatus = await api.get(`/orders?cursor=${finished}`, key);
-    expect(otherStatus.status).toBe(422);
+    expect(otherStatus.status).toBe(400);
     expect(otherStatus.body).toEqual({
       error: 'Invalid cursor',
       message:
@@ -144,7 +144,7 @@ describe('cursor paging', () => {
     });
     for (const offset of ['0', '5']) {
       const withOffset = await api.get(`/orders?status=finished&offset=${offset}&cursor=${finished}`, key);
-      expect(withOffset.status).toBe(422);
+      expect(withOffset.status).toBe(400);
       expect(withOffset.body).toEqual({
         error: 'Invalid cursor',
         message:

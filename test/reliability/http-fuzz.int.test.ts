@@ -118,7 +118,7 @@ function expectedStatus(
   if (cursors.length > 0) {
     const cursor = cursors.length === 1 ? decodeCursor(cursors[0]!) : null;
     if (cursor === null || cursor.status !== (status[0] ?? 'all') || values('offset').length > 0) {
-      return { status: 422, error: 'Invalid cursor' };
+      return { status: 400, error: 'Invalid cursor' };
     }
   }
   return { status: 200 };

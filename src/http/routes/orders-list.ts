@@ -30,7 +30,7 @@ function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, value));
 }
 
-/** The 422 answer for an invalid query parameter, by parameter (errors plugin: `config.queryErrors`). */
+/** The answer for an invalid query parameter (422; 400 for a cursor), by parameter (errors plugin: `config.queryErrors`). */
 export function orderListQueryErrors(): Record<string, ApiError> {
   return {
     status: new ApiError(
@@ -49,17 +49,17 @@ export function orderListQueryErrors(): Record<string, ApiError> {
       'offset must be a decimal integer (negative values count as 0, values beyond 2^53 − 1 as 2^53 − 1).',
     ),
     cursor: new ApiError(
-      422,
+      400,
       'Invalid cursor',
       `cursor must be one a \`next\` or \`prev\` link of this API gave, unchanged (at most ${maxCursorLength} characters).`,
     ),
     [cursorWithOtherStatus]: new ApiError(
-      422,
+      400,
       'Invalid cursor',
       'cursor names a place in a listing of another status: send it with the `status` of the link that gave it.',
     ),
     [cursorWithOffset]: new ApiError(
-      422,
+      400,
       'Invalid cursor',
       'cursor and offset exclude each other: a cursor names where the page starts. Send one of them.',
     ),
@@ -141,12 +141,13 @@ export function orderListRoute(readerOf: () => ApiReads, positions: PositionOpti
               OrderList,
             ),
             304: notModifiedResponse(),
-            422: jsonAnswer(
-              'Invalid status, a limit or offset that is not a decimal integer, or a cursor that is not one a link gave, names another status or comes with an offset',
-              ErrorBody,
-            ),
+            422: jsonAnswer('Invalid status, or a limit or offset that is not a decimal integer', ErrorBody),
             ...securedErrorResponses(),
             ...positionErrorResponses(),
+            400: jsonAnswer(
+              `Invalid cursor: \`cursor\` is not one a link gave, names another status, comes with an offset or is over ${maxCursorLength} characters. Invalid read position: \`X-Read-Position\` is neither a token this API gave nor \`topic=…;partition=…;offset=…\` entries naming a topic the model is read from (at most 4 096 characters).`,
+              ErrorBody,
+            ),
           },
         },
       },

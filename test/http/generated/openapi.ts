@@ -134,7 +134,7 @@ export interface operations {
                 offset?: number;
                 /** @description `finished`: fully distributed; `processing`: publishing or publishing ended; `all`: both */
                 status?: "all" | "finished" | "processing";
-                /** @description An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 422 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position */
+                /** @description An opaque position in the listing, as the `next` or `prev` link of an answer gives it: the page is the `limit` orders just after (`next`) or just before (`prev`) the order it names, whatever was inserted since. Send it unchanged, with the `status` of the page it came from and without `offset` (else 400 Invalid cursor). The answer's `offset` is then 0: the page starts at the cursor, not at a counted position */
                 cursor?: string;
             };
             header?: {
@@ -208,7 +208,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
+            /** @description Invalid cursor: `cursor` is not one a link gave, names another status, comes with an offset or is over 128 characters. Invalid read position: `X-Read-Position` is neither a token this API gave nor `topic=…;partition=…;offset=…` entries naming a topic the model is read from (at most 4 096 characters). */
             400: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
@@ -238,7 +238,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Invalid status, a limit or offset that is not a decimal integer, or a cursor that is not one a link gave, names another status or comes with an offset */
+            /** @description Invalid status, or a limit or offset that is not a decimal integer */
             422: {
                 headers: {
                     /** @description The id of the request in the service’s logs: the caller’s own `X-Request-Id` when it is 1–64 letters, digits, `_`, `.` or `-`, else a new UUID. */
