@@ -119,6 +119,18 @@ export class ServiceMetrics {
     for (const state of serviceStates) this.serviceState.set({ state }, state === 'starting' ? 1 : 0);
   }
 
+  /** The gauge of requests held for a change (`Prefer: wait`), over every request thread. */
+  countHeld(held: () => number): void {
+    new Gauge({
+      name: 'orders_read_model_http_waiting_requests',
+      help: 'Requests held until their answer changes (Prefer: wait), on every request thread',
+      registers: [this.registry],
+      collect() {
+        this.set(held());
+      },
+    });
+  }
+
   /** The lifecycle's reports as metrics. */
   lifecycleEvents(): LifecycleEvents {
     return {

@@ -14,7 +14,7 @@ import { startReplayThread } from './projector/replay-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
-import { newWaitTable } from './http/change-waits.js';
+import { heldRequests, newWaitTable } from './http/change-waits.js';
 import { RequestThreads } from './http/threads/request-threads.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './supervision/clock.js';
@@ -123,7 +123,9 @@ async function startServing(
   const requests = newRequestCounter();
   const metrics: ServiceMetrics = new ServiceMetrics((): string => running.servedFile());
   const rateTable = newRateTable(Date.now());
-  const waitTable = newWaitTable();
+  // One region of counters per thread that answers requests: the main thread and each request thread.
+  const waitTable = newWaitTable(config.http.workers);
+  metrics.countHeld(() => heldRequests(waitTable));
   // Told every view from the start; started once the main thread listens (they take its port).
   const threads: RequestThreads | null =
     config.http.workers > 1

@@ -51,9 +51,10 @@ export interface AppDeps {
   modelTopics?: readonly string[];
   /**
    * waiting requests (`Prefer: wait=N`; `change-waits.ts`): their bounds (WAIT_MAX_*), and the
-   * counters every request thread shares (`newWaitTable`); absent: the defaults, this app's own counters
+   * counters every request thread shares (`newWaitTable`) and this thread's region of them (0, the
+   * main thread's, if absent); absent: the defaults, this app's own counters
    */
-  waits?: { settings: WaitSettings; table?: SharedArrayBuffer };
+  waits?: { settings: WaitSettings; table?: SharedArrayBuffer; region?: number };
 }
 
 /** Limits on what a client may send. Headers beyond Node's 16 KiB get 431 from Node itself. */
@@ -91,6 +92,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
     deps.waits?.settings ?? defaultWaitSettings,
     () => deps.readerOf().commitEpochs?.() ?? null,
     deps.waits?.table,
+    deps.waits?.region,
   );
   // Before the server stops: every held request is answered now, none is left to time out.
   app.addHook('preClose', (done) => {

@@ -18,9 +18,34 @@ export const defaultWaitSettings: WaitSettings = { maxSeconds: 60, perKey: 10, t
 /** Slots of the per-key counters: keys whose hashes share one are bounded together (never more). */
 const keySlots = 4096;
 
-/** The counters of held requests, shared by every request thread: slot 0 the total, then per key. */
-export function newWaitTable(): SharedArrayBuffer {
-  return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * (1 + keySlots));
+/** Counters of one region: slot 0 the total, then per key. */
+const regionLength = 1 + keySlots;
+
+/**
+ * The counters of held requests, shared by every request thread: one region per thread (the main
+ * thread's is 0, request thread `i`'s is `i`), each counting only what its own thread holds. A
+ * bound is checked against the sum over the regions; a thread that dies holding requests leaves
+ * its counts in its own region, which its replacement clears (`clearWaitRegion`), so no count is
+ * lost for good.
+ */
+export function newWaitTable(regions = 1): SharedArrayBuffer {
+  return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * regionLength * regions);
+}
+
+/** Requests held now on every thread of `table`. */
+export function heldRequests(table: SharedArrayBuffer): number {
+  return sumOverRegions(new Int32Array(table), 0);
+}
+
+function sumOverRegions(counts: Int32Array, slot: number): number {
+  let sum = 0;
+  for (let at = slot; at < counts.length; at += regionLength) sum += Atomics.load(counts, at);
+  return sum;
+}
+
+/** Forgets what the thread of `region` held: called when it has exited, before any other takes its region. */
+export function clearWaitRegion(table: SharedArrayBuffer, region: number): void {
+  new Int32Array(table, Int32Array.BYTES_PER_ELEMENT * regionLength * region, regionLength).fill(0);
 }
 
 /** The longest `Prefer` header read: a preference list longer than this is not one a client means. */
@@ -41,6 +66,12 @@ export function preferredWait(header: string | string[] | undefined): number | n
   return null;
 }
 
+/** The served model's commit epochs and the count they showed (`ChangeWaits.mark`). */
+export interface EpochMark {
+  readonly epochs: Int32Array | null;
+  readonly seen: number;
+}
+
 /** What one held request does when it is looked at again: true once it has answered. */
 export type Recheck = (final: boolean) => boolean;
 
@@ -55,7 +86,9 @@ const switchCheckMs = 1000;
 
 export class ChangeWaits {
   private readonly held = new Set<Held>();
+  /** Every region's counters, and this thread's own */
   private readonly counts: Int32Array;
+  private readonly own: number;
   private watching = false;
   private closed = false;
 
@@ -64,8 +97,12 @@ export class ChangeWaits {
     /** the commit epochs of the model answering now (null: one that is never written) */
     private readonly epochsOf: () => Int32Array | null,
     table: SharedArrayBuffer = newWaitTable(),
+    /** this thread's region of `table` */
+    region = 0,
   ) {
     this.counts = new Int32Array(table);
+    if ((region + 1) * regionLength > this.counts.length) throw new RangeError(`no wait region ${region}`);
+    this.own = region * regionLength;
   }
 
   /** Held requests of this thread now (metrics, tests). */
@@ -84,17 +121,33 @@ export class ChangeWaits {
   }
 
   /**
-   * Holds a request whose answer has not changed, until `recheck(false)` answers it (called after
-   * each commit), or `seconds` pass or the app closes (then `recheck(true)`, which must answer).
-   * False when a bound is reached: nothing is held, the caller answers at once.
+   * Where the served model's commits are now: taken before a request reads its answer, and given to
+   * `hold`, so that a commit after that read is noticed even if no watcher was awake to see it.
    */
-  hold(request: FastifyRequest, reply: FastifyReply, seconds: number, recheck: Recheck): boolean {
+  mark(): EpochMark {
+    const epochs = this.currentEpochs();
+    return { epochs, seen: epochs === null ? 0 : Atomics.load(epochs, 0) };
+  }
+
+  /**
+   * Holds a request whose answer has not changed, until `recheck(false)` answers it (called after
+   * each commit after `since`, the mark taken before its answer was read), or `seconds` pass or the
+   * app closes (then `recheck(true)`, which must answer). False when a bound is reached: nothing is
+   * held, the caller answers at once.
+   */
+  hold(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    seconds: number,
+    recheck: Recheck,
+    since: EpochMark,
+  ): boolean {
     // Closed while the request waited for its position, or its caller already gone: held by nobody.
     if (this.closed || request.raw.destroyed || reply.raw.destroyed) return false;
     const slot = 1 + (Number.parseInt(request.caller.keySha256.slice(0, 8), 16) % keySlots);
     if (!this.take(0, this.settings.total)) return false;
     if (!this.take(slot, this.settings.perKey)) {
-      Atomics.sub(this.counts, 0, 1);
+      Atomics.sub(this.counts, this.own, 1);
       return false;
     }
     let released = false;
@@ -106,14 +159,16 @@ export class ChangeWaits {
         released = true;
         clearTimeout(entry.timer);
         this.held.delete(entry);
-        Atomics.sub(this.counts, 0, 1);
-        Atomics.sub(this.counts, slot, 1);
+        Atomics.sub(this.counts, this.own + slot, 1);
+        Atomics.sub(this.counts, this.own, 1);
       },
     };
     this.held.add(entry);
     // A caller that goes away is forgotten at once; an answered request ends the same way.
     reply.raw.once('close', entry.release);
     this.watch();
+    // A commit since its answer was read, before the watcher looked: read again now.
+    if (this.moved(since)) queueMicrotask(() => this.answer(entry, false));
     return true;
   }
 
@@ -123,9 +178,15 @@ export class ChangeWaits {
     for (const entry of [...this.held]) this.answer(entry, true);
   }
 
+  /**
+   * Counts one more in this thread's `slot` if the sum over every thread stays within `bound`.
+   * Counted first, then summed: two threads taking the last place at once may both refuse it, and
+   * never both get it.
+   */
   private take(slot: number, bound: number): boolean {
-    if (Atomics.add(this.counts, slot, 1) < bound) return true;
-    Atomics.sub(this.counts, slot, 1);
+    Atomics.add(this.counts, this.own + slot, 1);
+    if (sumOverRegions(this.counts, slot) <= bound) return true;
+    Atomics.sub(this.counts, this.own + slot, 1);
     return false;
   }
 
@@ -148,6 +209,11 @@ export class ChangeWaits {
     }
   }
 
+  private moved(since: EpochMark): boolean {
+    const now = this.mark();
+    return now.epochs !== since.epochs || now.seen !== since.seen;
+  }
+
   /** One watcher per thread, while anything is held: it sleeps until a commit, never polls the file. */
   private watch(): void {
     if (this.watching) return;
@@ -155,8 +221,7 @@ export class ChangeWaits {
     void (async () => {
       try {
         while (this.held.size > 0) {
-          const epochs = this.currentEpochs();
-          const seen = epochs === null ? 0 : Atomics.load(epochs, 0);
+          const { epochs, seen } = this.mark();
           if (epochs === null) {
             await new Promise((resolve) => setTimeout(resolve, switchCheckMs));
           } else {
@@ -164,8 +229,7 @@ export class ChangeWaits {
             if (waiting.async) await waiting.value;
           }
           if (this.held.size === 0) break;
-          const now = this.currentEpochs();
-          if (now !== epochs || (now !== null && Atomics.load(now, 0) !== seen)) {
+          if (this.moved({ epochs, seen })) {
             for (const entry of [...this.held]) this.answer(entry, false);
           }
         }

@@ -9,7 +9,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiReads, ModelRead } from '../read-model/reader.js';
 import { ApiError, sendError, unauthorized } from './api-error.js';
-import type { ChangeWaits, Recheck } from './change-waits.js';
+import type { ChangeWaits, EpochMark, Recheck } from './change-waits.js';
 import { holdNotModified, releaseNotModified, sendNotModified } from './conditional.js';
 import {
   idsOf,
@@ -159,12 +159,15 @@ export function answerAtPosition(
     );
     return outcome === undefined && holding?.unchanged === true ? unchanged : outcome;
   };
+  // Taken before the first read: a commit after it wakes the request once held.
+  const since = seconds === null ? null : (options.changes?.mark() ?? null);
   const settle = (outcome: Outcome): void | Promise<void> => {
-    if (outcome !== unchanged || options.changes === undefined || seconds === null) return;
-    return holdUntilChanged(request, reply, { reads, changes: options.changes, seconds, attempt });
+    if (outcome !== unchanged || options.changes === undefined || seconds === null || since === null) return;
+    return holdUntilChanged(request, reply, { reads, changes: options.changes, seconds, attempt, since });
   };
-  // What the reader remembers may be a commit behind the file: look at the file before waiting.
-  const first = attempt(false);
+  // What the reader remembers may be a commit behind the file: a request that will be held reads
+  // the file, and any other looks at it before waiting for its position.
+  const first = attempt(since !== null);
   if (first !== notReached) return settle(first);
   const second = attempt(true);
   if (second !== notReached) return settle(second);
@@ -185,9 +188,10 @@ function holdUntilChanged(
     changes: ChangeWaits;
     seconds: number;
     attempt: (fresh: boolean) => Outcome;
+    since: EpochMark;
   },
 ): Promise<void> {
-  const { reads, changes, seconds, attempt } = held;
+  const { reads, changes, seconds, attempt, since } = held;
   return new Promise((resolve) => {
     const recheck: Recheck = (final) => {
       let done = true;
@@ -208,7 +212,7 @@ function holdUntilChanged(
       return done;
     };
     void reply.header('preference-applied', `wait=${seconds}`);
-    if (changes.hold(request, reply, seconds, recheck)) return;
+    if (changes.hold(request, reply, seconds, recheck, since)) return;
     // A bound is reached: answered at once, as if no wait had been asked.
     void reply.removeHeader('preference-applied');
     releaseNotModified(reply);

@@ -8,7 +8,17 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
 import { buildApp } from '../../src/http/app.js';
-import { defaultWaitSettings, preferredWait, type WaitSettings } from '../../src/http/change-waits.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { EventEmitter } from 'node:events';
+import {
+  ChangeWaits,
+  clearWaitRegion,
+  defaultWaitSettings,
+  heldRequests,
+  newWaitTable,
+  preferredWait,
+  type WaitSettings,
+} from '../../src/http/change-waits.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
@@ -202,5 +212,72 @@ describe('Prefer: wait=N', () => {
     const answer = await waiting;
     expect(answer.status).toBe(401);
     expect(answer.body).toMatchObject({ error: 'Unauthorized' });
+  });
+});
+
+/** A request and reply as `hold` sees them: a key, and connections that are open until closed. */
+function heldPair(keySha256: string) {
+  const raw = Object.assign(new EventEmitter(), { destroyed: false });
+  return {
+    request: { caller: { keySha256 }, raw: { destroyed: false } } as unknown as FastifyRequest,
+    reply: { raw } as unknown as FastifyReply,
+    leave: () => raw.emit('close'),
+  };
+}
+
+describe('ChangeWaits', () => {
+  it('reads again at once a request whose answer was read before a commit no watcher saw', async () => {
+    const epochs = new Int32Array(new SharedArrayBuffer(4));
+    const waits = new ChangeWaits(defaultWaitSettings, () => epochs);
+    const looks: boolean[] = [];
+    const { request, reply } = heldPair('a'.repeat(64));
+    const before = waits.mark();
+    // a commit between the answer's read and the hold: moved, and notified to nobody
+    Atomics.add(epochs, 0, 1);
+    waits.hold(request, reply, 30, (final) => (looks.push(final), true), before);
+    await sleep(50);
+    expect(looks).toEqual([false]);
+    // with no commit since its mark, nothing is read again until one comes
+    const quiet = heldPair('b'.repeat(64));
+    const quietLooks: boolean[] = [];
+    waits.hold(quiet.request, quiet.reply, 30, (final) => (quietLooks.push(final), true), waits.mark());
+    await sleep(50);
+    expect(quietLooks).toEqual([]);
+    Atomics.add(epochs, 0, 1);
+    Atomics.notify(epochs, 0);
+    await sleep(50);
+    expect(quietLooks).toEqual([false]);
+    waits.close();
+  });
+
+  it('bounds requests over every thread, and frees the places of a thread that ended once its region is cleared', () => {
+    const table = newWaitTable(2);
+    const settings = { ...defaultWaitSettings, perKey: 3, total: 4 };
+    const main = new ChangeWaits(settings, () => null, table, 0);
+    const thread = new ChangeWaits(settings, () => null, table, 1);
+    const hold = (waits: ChangeWaits, key: string) => {
+      const pair = heldPair(key.repeat(64));
+      return { ...pair, held: waits.hold(pair.request, pair.reply, 30, () => true, waits.mark()) };
+    };
+    const onThread = [hold(thread, 'a'), hold(thread, 'a')];
+    expect(onThread.every((h) => h.held)).toBe(true);
+    expect(hold(main, 'a').held).toBe(true);
+    // the key's bound (3) counts both threads; the total (4) too
+    expect(hold(main, 'a').held).toBe(false);
+    expect(hold(main, 'b').held).toBe(true);
+    expect(hold(main, 'c').held).toBe(false);
+    expect(heldRequests(table)).toBe(4);
+    // a caller that leaves gives its place back
+    onThread[0]?.leave();
+    expect(heldRequests(table)).toBe(3);
+    // the thread ends holding one: its place comes back only when its region is cleared
+    expect(hold(main, 'c').held).toBe(true);
+    expect(hold(main, 'd').held).toBe(false);
+    clearWaitRegion(table, 1);
+    expect(heldRequests(table)).toBe(3);
+    expect(hold(main, 'd').held).toBe(true);
+    expect(() => new ChangeWaits(settings, () => null, table, 2)).toThrow(RangeError);
+    main.close();
+    thread.close();
   });
 });

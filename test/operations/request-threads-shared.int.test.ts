@@ -32,6 +32,45 @@ function get(port: number, path: string): Promise<number> {
   });
 }
 
+/**
+ * A held GET (`If-None-Match` with the page's tag, `Prefer: wait=N`) on a connection of its own:
+ * whether the service held it (`Preference-Applied`), or `gone` when its connection was cut.
+ */
+function waitingGet(port: number, tag: string, seconds: number): Promise<'held' | 'refused' | 'gone'> {
+  return new Promise((resolve) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: `${API_PREFIX}/orders?limit=1`,
+        agent: false,
+        headers: {
+          authorization: `Bearer ${keyOf(1)}`,
+          connection: 'close',
+          'if-none-match': tag,
+          prefer: `wait=${seconds}`,
+        },
+      },
+      (response) => {
+        response.resume();
+        const applied = response.headers['preference-applied'] !== undefined;
+        response.on('end', () => resolve(applied ? 'held' : 'refused'));
+        response.on('error', () => resolve('gone'));
+      },
+    );
+    req.on('error', () => resolve('gone'));
+    req.end();
+  });
+}
+
+/** The sum of a metric's samples in a Prometheus text. */
+function sample(text: string, name: string): number {
+  return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'gm'))].reduce(
+    (sum, match) => sum + Number(match[1]),
+    0,
+  );
+}
+
 function portOf(address: ReturnType<import('node:net').Server['address']>): number {
   if (address === null || typeof address === 'string') throw new Error('no TCP port');
   return address.port;
@@ -48,11 +87,6 @@ describe('request threads (HTTP_WORKERS)', () => {
     const port = portOf(service.app.server.address());
     await waitUntil('the service is ready', () => service.health().ready, 60_000);
     const metrics = async (): Promise<string> => (await fetch(fixture.adminUrl(service, '/metrics'))).text();
-    const sample = (text: string, name: string): number =>
-      [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\d+)$`, 'gm'))].reduce(
-        (sum, match) => sum + Number(match[1]),
-        0,
-      );
     expect(sample(await metrics(), 'orders_read_model_http_threads')).toBe(3);
 
     const statuses: number[] = [];
@@ -84,6 +118,60 @@ describe('request threads (HTTP_WORKERS)', () => {
     expect(sample(await metrics(), 'orders_read_model_http_request_duration_seconds_count')).toBe(
       2 * budget + 12,
     );
+  });
+
+  it('gives back the places of a thread that died holding requests, once it has ended', async () => {
+    const total = 16;
+    const fixture = await serviceFixture({
+      orders: 5,
+      env: { HTTP_WORKERS: '2', WAIT_MAX_REQUESTS: String(total), WAIT_MAX_PER_KEY: String(total) },
+    });
+    const service = await fixture.start();
+    const port = portOf(service.app.server.address());
+    await waitUntil('the service is ready', () => service.health().ready, 60_000);
+    const tag = (
+      await fetch(`http://127.0.0.1:${port}${API_PREFIX}/orders?limit=1`, {
+        headers: { authorization: `Bearer ${keyOf(1)}` },
+      })
+    ).headers.get('etag');
+    if (tag === null) throw new Error('no tag');
+    const metrics = async (): Promise<string> => (await fetch(fixture.adminUrl(service, '/metrics'))).text();
+    // Held on either thread, as the kernel spreads the connections: every place taken.
+    const outcomes: string[] = Array.from({ length: total }, () => 'pending');
+    const first = Array.from({ length: total }, (_, i) =>
+      waitingGet(port, tag, 60).then((outcome) => (outcomes[i] = outcome)),
+    );
+    const held = async (): Promise<number> =>
+      sample(await metrics(), 'orders_read_model_http_waiting_requests');
+    await waitUntil('every place is taken', async () => (await held()) === total, 20_000);
+    expect(await waitingGet(port, tag, 60)).toBe('refused');
+    expect(outcomes.every((outcome) => outcome === 'pending')).toBe(true);
+    const threads = service.requestThreads;
+    if (threads === null) throw new Error('no request threads');
+    await threads.terminate(1);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // The ended thread's requests are cut; the main thread's are still held.
+    const cut = outcomes.filter((outcome) => outcome === 'gone').length;
+    expect(cut + outcomes.filter((outcome) => outcome === 'pending').length).toBe(total);
+    // all 16 connections on the main thread: one chance in 65 536
+    expect(cut).toBeGreaterThan(0);
+    await waitUntil(
+      'the thread is started again',
+      async () => sample(await metrics(), 'orders_read_model_http_threads') === 2,
+      20_000,
+    );
+    expect(await held()).toBe(total - cut);
+    // Exactly as many places as the ended thread held are free again, on whichever thread. One at
+    // a time: two threads taking the last place at the same instant may both refuse it.
+    const again: Promise<string>[] = [];
+    for (let i = 0; i <= cut; i++) {
+      again.push(waitingGet(port, tag, 3));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect((await Promise.all(again)).filter((outcome) => outcome === 'held').length).toBe(cut);
+    await service.close();
+    await Promise.all(first);
+    expect(outcomes.filter((outcome) => outcome === 'held').length).toBe(total - cut);
   });
 
   it('refuses to start when another process listens on HTTP_PORT, rather than share it through SO_REUSEPORT', async () => {

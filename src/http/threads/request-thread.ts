@@ -32,7 +32,7 @@ try {
     requests: data.requests,
     tracing,
     readPositionWaitMs: data.config.http.readPositionWaitMs,
-    waits: { settings: data.config.http.waits, table: data.waitTable },
+    waits: { settings: data.config.http.waits, table: data.waitTable, region: data.index },
     modelTopics: orderModelRoles.map((role) => data.config.topics[role]),
   });
   // reusePort (Node ≥ 22.12) is passed on to net.Server.listen; Fastify's types do not name it

@@ -15,6 +15,7 @@ import type { MetricsJson } from '../../request-metrics.js';
 import type { ViewAck, ViewMessage } from './view-follower.js';
 import type { FromRequestThread, RequestThreadData, ToRequestThread } from './messages.js';
 import { ThreadMetrics } from './thread-metrics.js';
+import { clearWaitRegion } from '../change-waits.js';
 
 const threadUrl = import.meta.url.endsWith('.js')
   ? new URL('./request-thread.js', import.meta.url)
@@ -202,6 +203,8 @@ export class RequestThreads implements ViewSink {
       worker.on('exit', (code) => {
         channel.port1.close();
         this.threads.delete(index);
+        // Whatever it held is answered by nobody now: its places are free again.
+        clearWaitRegion(waitTable, index);
         this.metrics.ended(thread);
         for (const check of [...this.waiting]) check();
         reject(new Error(`request thread ${index} exited with code ${code} while starting`));
