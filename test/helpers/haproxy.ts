@@ -26,3 +26,23 @@ export function startHaproxy(env: NodeJS.ProcessEnv): { child: ChildProcess; out
   });
   return { child, output };
 }
+
+/**
+ * The balancer on a free loopback port in front of two replicas (`httpPort`, `adminPort` each), with
+ * `X-Replica` naming the replica that answered (BALANCER_REPLICA_HEADER, which the deployment does
+ * not tell callers), listening on `port`.
+ */
+export function startBalancerOf(
+  port: number,
+  replicas: readonly [{ httpPort: number; adminPort: number }, { httpPort: number; adminPort: number }],
+): { child: ChildProcess; output: string[] } {
+  const [one, two] = replicas;
+  return startHaproxy({
+    BALANCER_BIND: `127.0.0.1:${port}`,
+    REPLICA_1: `127.0.0.1:${one.httpPort}`,
+    REPLICA_1_ADMIN: String(one.adminPort),
+    REPLICA_2: `127.0.0.1:${two.httpPort}`,
+    REPLICA_2_ADMIN: String(two.adminPort),
+    BALANCER_REPLICA_HEADER: '1',
+  });
+}

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../schemas/api.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
-import { startHaproxy } from '../helpers/haproxy.js';
+import { startBalancerOf } from '../helpers/haproxy.js';
 import { at, orderCreated, statusChanged } from '../helpers/events.js';
 import { connectedClients, createContractTopics, publish, testKafka, waitUntil } from '../helpers/kafka.js';
 import { serviceEnv, spawnService } from '../helpers/service-process.js';
@@ -58,15 +58,7 @@ describe('HAProxy in front of two replicas (deploy/haproxy/haproxy.cfg)', () => 
     );
     // Started once both are ready: it must never find both down (the test stops one at a time).
     const port = await freePort();
-    const haproxy = startHaproxy({
-      BALANCER_BIND: `127.0.0.1:${port}`,
-      REPLICA_1: `127.0.0.1:${one.httpPort}`,
-      REPLICA_1_ADMIN: String(one.adminPort),
-      REPLICA_2: `127.0.0.1:${two.httpPort}`,
-      REPLICA_2_ADMIN: String(two.adminPort),
-      // names the answering replica in X-Replica, which the deployment does not tell callers
-      BALANCER_REPLICA_HEADER: '1',
-    });
+    const haproxy = startBalancerOf(port, [one, two]);
 
     const balancesTo = async (replica: string): Promise<boolean> => {
       for (let i = 0; i < 4; i++) {

@@ -25,7 +25,7 @@ import { messageKeyOf } from '../../src/kafka/publisher.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyIssued, orderCreated } from '../helpers/events.js';
-import { startHaproxy } from '../helpers/haproxy.js';
+import { startBalancerOf } from '../helpers/haproxy.js';
 import { connectedClients, createContractTopics, publish, testKafka, waitUntil } from '../helpers/kafka.js';
 import { serviceEnv, spawnService, type ServiceProcess } from '../helpers/service-process.js';
 import { tempDir } from '../helpers/temp.js';
@@ -76,7 +76,7 @@ describe('callers of docs/api.md behind HAProxy, two replicas', () => {
   let topics: Record<TopicRole, string>;
   let producer: Awaited<ReturnType<typeof connectedClients>>['producer'];
   let replicas: Replica[];
-  let haproxy: ReturnType<typeof startHaproxy>;
+  let haproxy: ReturnType<typeof startBalancerOf>;
   /** set once beforeAll is through: else the helpers' own hooks kill what was started */
   let started = false;
   let base: string;
@@ -153,15 +153,7 @@ describe('callers of docs/api.md behind HAProxy, two replicas', () => {
       throw new Error(`${String(error)}\n${why.join('\n')}`);
     });
     const port = await freePort();
-    haproxy = startHaproxy({
-      BALANCER_BIND: `127.0.0.1:${port}`,
-      REPLICA_1: `127.0.0.1:${one.httpPort}`,
-      REPLICA_1_ADMIN: String(one.adminPort),
-      REPLICA_2: `127.0.0.1:${two.httpPort}`,
-      REPLICA_2_ADMIN: String(two.adminPort),
-      // names the answering replica in X-Replica, which the deployment does not tell callers
-      BALANCER_REPLICA_HEADER: '1',
-    });
+    haproxy = startBalancerOf(port, [one, two]);
     base = `http://127.0.0.1:${port}${API_PREFIX}`;
     await waitUntil(
       'the balancer sends requests to both',
