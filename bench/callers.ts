@@ -12,10 +12,10 @@
  *    every 300 ms, and times each from the producer's acknowledgement to the 200 that shows it (an
  *    upper bound of the time from the replica applying it: the broker's and the projector's share
  *    are in it). The caller sends again at once with the new tag: requests per change.
- * 2. Idle waiting requests: `--waiters` requests held (2 per key: keys are bounded in 4 096
- *    counters by their hash, and a few of the keys may share one) with their
- *    current tag and `Prefer: wait=60`, counted by the replica's own gauge; the process's CPU over
- *    `--seconds` with them held and with none, in interleaved rounds. Cost: the difference.
+ * 2. Idle waiting requests: `--waiters` requests held (2 per key: many callers, each waiting on
+ *    a page or two) with their current tag and `Prefer: wait=60`, counted by the replica's own
+ *    gauge; the process's CPU over `--seconds` with them held and with none, in interleaved
+ *    rounds. Cost: the difference.
  * 3. A cursor walk of `--orders` orders of one organization by the `next` links (100 a page) while
  *    `--inserts` are created among them (a tenth with the `created_at` of an existing order); the
  *    last page presents the built positions of the last inserts, so every insert was applied before
