@@ -14,7 +14,7 @@ import { startReplayThread } from './projector/replay-thread.js';
 import { buildAdminApp } from './http/admin.js';
 import { buildApp } from './http/app.js';
 import { newRateTable } from './http/rate-windows.js';
-import { heldRequests, newWaitTable } from './http/change-waits.js';
+import { heldRequests, newWaitTable } from './http/wait-counts.js';
 import { RequestThreads } from './http/threads/request-threads.js';
 import type { KafkaPort } from './kafka/port.js';
 import { systemClock } from './supervision/clock.js';
@@ -124,7 +124,7 @@ async function startServing(
   const metrics: ServiceMetrics = new ServiceMetrics((): string => running.servedFile());
   const rateTable = newRateTable(Date.now());
   // One region of counters per thread that answers requests: the main thread and each request thread.
-  const waitTable = newWaitTable(config.http.workers);
+  const waitTable = newWaitTable(config.http.workers, config.http.waits.total);
   metrics.countHeld(() => heldRequests(waitTable));
   // Told every view from the start; started once the main thread listens (they take its port).
   const threads: RequestThreads | null =

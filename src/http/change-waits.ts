@@ -4,49 +4,18 @@
  * (then 304), at most `WAIT_MAX_SECONDS`. A held request costs no CPU while nothing changes: one
  * watcher per request thread sleeps on the model's commit epochs (`reader-caches.ts`, moved and
  * notified after every commit, in shared memory) and looks again at every held request when they
- * move. Bounds per API key and in total hold across request threads (counters in shared memory);
- * a request beyond them is answered at once, as if it had not asked, without `Preference-Applied`.
+ * move. Bounds per API key and in total hold across request threads (`wait-counts.ts`, in shared
+ * memory); a request beyond them is answered at once, as if it had not asked, without
+ * `Preference-Applied`.
  * Closing the app answers every held request at once (304, or 200 if its answer changed).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WaitSettings } from '../config.js';
+import { newWaitTable, WaitCounts } from './wait-counts.js';
 
 export type { WaitSettings };
 
 export const defaultWaitSettings: WaitSettings = { maxSeconds: 60, perKey: 10, total: 1000 };
-
-/** Slots of the per-key counters: keys whose hashes share one are bounded together (never more). */
-const keySlots = 4096;
-
-/** Counters of one region: slot 0 the total, then per key. */
-const regionLength = 1 + keySlots;
-
-/**
- * The counters of held requests, shared by every request thread: one region per thread (the main
- * thread's is 0, request thread `i`'s is `i`), each counting only what its own thread holds. A
- * bound is checked against the sum over the regions; a thread that dies holding requests leaves
- * its counts in its own region, which its replacement clears (`clearWaitRegion`), so no count is
- * lost for good.
- */
-export function newWaitTable(regions = 1): SharedArrayBuffer {
-  return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT * regionLength * regions);
-}
-
-/** Requests held now on every thread of `table`. */
-export function heldRequests(table: SharedArrayBuffer): number {
-  return sumOverRegions(new Int32Array(table), 0);
-}
-
-function sumOverRegions(counts: Int32Array, slot: number): number {
-  let sum = 0;
-  for (let at = slot; at < counts.length; at += regionLength) sum += Atomics.load(counts, at);
-  return sum;
-}
-
-/** Forgets what the thread of `region` held: called when it has exited, before any other takes its region. */
-export function clearWaitRegion(table: SharedArrayBuffer, region: number): void {
-  new Int32Array(table, Int32Array.BYTES_PER_ELEMENT * regionLength * region, regionLength).fill(0);
-}
 
 /** The longest `Prefer` header read: a preference list longer than this is not one a client means. */
 const maxPreferLength = 1024;
@@ -86,9 +55,8 @@ const switchCheckMs = 1000;
 
 export class ChangeWaits {
   private readonly held = new Set<Held>();
-  /** Every region's counters, and this thread's own */
-  private readonly counts: Int32Array;
-  private readonly own: number;
+  /** the counts every thread shares, used from this thread's region */
+  private readonly counts: WaitCounts;
   private watching = false;
   private closed = false;
 
@@ -100,9 +68,7 @@ export class ChangeWaits {
     /** this thread's region of `table` */
     region = 0,
   ) {
-    this.counts = new Int32Array(table);
-    if ((region + 1) * regionLength > this.counts.length) throw new RangeError(`no wait region ${region}`);
-    this.own = region * regionLength;
+    this.counts = new WaitCounts(table, region);
   }
 
   /** Held requests of this thread now (metrics, tests). */
@@ -144,12 +110,8 @@ export class ChangeWaits {
   ): boolean {
     // Closed while the request waited for its position, or its caller already gone: held by nobody.
     if (this.closed || request.raw.destroyed || reply.raw.destroyed) return false;
-    const slot = 1 + (Number.parseInt(request.caller.keySha256.slice(0, 8), 16) % keySlots);
-    if (!this.take(0, this.settings.total)) return false;
-    if (!this.take(slot, this.settings.perKey)) {
-      Atomics.sub(this.counts, this.own, 1);
-      return false;
-    }
+    const slot = this.counts.take(request.caller.keySha256, this.settings.perKey, this.settings.total);
+    if (slot === null) return false;
     let released = false;
     const entry: Held = {
       recheck,
@@ -159,8 +121,7 @@ export class ChangeWaits {
         released = true;
         clearTimeout(entry.timer);
         this.held.delete(entry);
-        Atomics.sub(this.counts, this.own + slot, 1);
-        Atomics.sub(this.counts, this.own, 1);
+        this.counts.release(slot);
       },
     };
     this.held.add(entry);
@@ -176,18 +137,6 @@ export class ChangeWaits {
   close(): void {
     this.closed = true;
     for (const entry of [...this.held]) this.answer(entry, true);
-  }
-
-  /**
-   * Counts one more in this thread's `slot` if the sum over every thread stays within `bound`.
-   * Counted first, then summed: two threads taking the last place at once may both refuse it, and
-   * never both get it.
-   */
-  private take(slot: number, bound: number): boolean {
-    Atomics.add(this.counts, this.own + slot, 1);
-    if (sumOverRegions(this.counts, slot) <= bound) return true;
-    Atomics.sub(this.counts, this.own + slot, 1);
-    return false;
   }
 
   private answer(entry: Held, final: boolean): void {

@@ -12,13 +12,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { EventEmitter } from 'node:events';
 import {
   ChangeWaits,
-  clearWaitRegion,
   defaultWaitSettings,
-  heldRequests,
-  newWaitTable,
   preferredWait,
   type WaitSettings,
 } from '../../src/http/change-waits.js';
+import { clearWaitRegion, heldRequests, newWaitTable } from '../../src/http/wait-counts.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';

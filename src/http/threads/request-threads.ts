@@ -15,7 +15,7 @@ import type { MetricsJson } from '../../request-metrics.js';
 import type { ViewAck, ViewMessage } from './view-follower.js';
 import type { FromRequestThread, RequestThreadData, ToRequestThread } from './messages.js';
 import { ThreadMetrics } from './thread-metrics.js';
-import { clearWaitRegion } from '../change-waits.js';
+import { clearWaitRegion } from '../wait-counts.js';
 
 const threadUrl = import.meta.url.endsWith('.js')
   ? new URL('./request-thread.js', import.meta.url)
