@@ -8,13 +8,13 @@
  *   when it has exited (`clearWaitRegion`), so no place is lost for good.
  * - **Per key.** A key's hash gives it a home among the table's slots and a 32-bit tag. It counts in
  *   the slot of its tag within `window` slots of its home, or claims the first there that no held
- *   request uses. Each key has its own count: two keys share one only if their hashes agree in
- *   those 32 bits as well.
+ *   request uses. Its bound is checked on every slot of its tag in the window: two keys share a
+ *   bound only if their hashes agree in those 32 bits too, and no key is ever held beyond it.
  * - **One lock.** Claims and increments are made under one lock word, so no two threads give a key
  *   two slots or take the last place twice; a release only decrements (it can only make a check
  *   stricter). The lock word names its holder's region: a thread that dies holding it is let go by
- *   `clearWaitRegion`. A thread that cannot take it at once (within `spins` tries) holds nothing:
- *   the request is answered at once, never more than a bound.
+ *   `clearWaitRegion`. A thread that cannot take it within `lockWaitMs` holds nothing: the request
+ *   is answered at once, never more than a bound.
  */
 
 /** Header words: the lock (0 free, else its holder's region + 1), then the number of slots. */
@@ -23,15 +23,21 @@ const slotsWord = 1;
 const headerWords = 2;
 /** Slots looked at from a key's home: with at most half the slots in use, a run this long is rare. */
 export const window = 64;
-/** Tries to take the lock before giving up: far more than another thread holds it for. */
-const spins = 100_000;
+/** Tries of the lock before sleeping on it, and how long a thread waits for it in all. */
+const spins = 200;
+export const lockWaitMs = 10;
 const minSlots = 4096;
-const maxSlots = 1 << 20;
+/** The table's size at most: (1 + regions) words per slot. */
+const maxTableBytes = 16 * 1024 * 1024;
 
-/** Slots for `total` held requests at once: twice as many (a power of two), within the bounds above. */
-function slotsFor(total: number): number {
+/**
+ * Slots for `total` held requests at once on `regions` threads: twice as many (a power of two), at
+ * least 4 096, and as many as fit in `maxTableBytes`.
+ */
+export function slotsFor(total: number, regions: number): number {
   let slots = minSlots;
-  while (slots < 2 * total && slots < maxSlots) slots *= 2;
+  const most = maxTableBytes / (Int32Array.BYTES_PER_ELEMENT * (1 + regions));
+  while (slots < 2 * total && slots * 2 <= most) slots *= 2;
   return slots;
 }
 
@@ -40,7 +46,7 @@ function slotsFor(total: number): number {
  * slot, then each region's counters (the region's total, then one per slot).
  */
 export function newWaitTable(regions = 1, total = 1000): SharedArrayBuffer {
-  const slots = slotsFor(total);
+  const slots = slotsFor(total, regions);
   const table = new SharedArrayBuffer(
     Int32Array.BYTES_PER_ELEMENT * (headerWords + slots * (1 + regions) + regions),
   );
@@ -116,36 +122,41 @@ export class WaitCounts {
    */
   take(keySha256: string, perKey: number, total: number): number | null {
     const { words, slots, tags } = this.layout;
-    const home = Number.parseInt(keySha256.slice(0, 8), 16) % slots;
+    // (a text that is not hex reads as home 0, tag 1: bounded, like any other key)
+    const home = (Number.parseInt(keySha256.slice(0, 8), 16) >>> 0) % slots;
     const tag = Number.parseInt(keySha256.slice(8, 16), 16) | 0 || 1;
     if (!this.lock()) return null;
     try {
       if (sumOf(this.layout, 0) >= total) return null;
       let free = -1;
       let slot = -1;
+      // what every slot of this tag in the window holds: another key of the same tag shares the bound
+      let held = 0;
       for (let probe = 0; probe < window; probe++) {
         const at = (home + probe) % slots;
         const owner = Atomics.load(words, tags + at);
         if (owner === tag) {
-          slot = at;
+          if (slot < 0) slot = at;
+          held += sumOf(this.layout, 1 + at);
+        } else if (owner === 0) {
+          // never claimed: no slot of this key lies beyond it (tags are replaced, never cleared)
+          if (free < 0) free = at;
           break;
+        } else if (free < 0 && sumOf(this.layout, 1 + at) === 0) {
+          free = at;
         }
-        if (free < 0 && (owner === 0 || sumOf(this.layout, 1 + at) === 0)) free = at;
-        // a slot never claimed: no key's slot lies beyond it (tags are replaced, never cleared)
-        if (owner === 0) break;
       }
+      if (held >= perKey) return null;
       if (slot < 0) {
         if (free < 0) return null;
         slot = free;
         Atomics.store(words, tags + slot, tag);
-      } else if (sumOf(this.layout, 1 + slot) >= perKey) {
-        return null;
       }
       Atomics.add(words, this.own, 1);
       Atomics.add(words, this.own + 1 + slot, 1);
       return slot;
     } finally {
-      Atomics.store(words, lockWord, 0);
+      this.unlock();
     }
   }
 
@@ -155,10 +166,28 @@ export class WaitCounts {
     Atomics.sub(this.layout.words, this.own, 1);
   }
 
+  /**
+   * Takes the lock: a few tries at once (it is held for microseconds), then sleeps until it is let
+   * go, so that a holder on a busy core gets to run; false after `lockWaitMs` (its holder died, or
+   * stalls): the request is then answered at once.
+   */
   private lock(): boolean {
-    for (let i = 0; i < spins; i++) {
-      if (Atomics.compareExchange(this.layout.words, lockWord, 0, this.region + 1) === 0) return true;
+    const { words } = this.layout;
+    const me = this.region + 1;
+    let deadline = 0;
+    for (let i = 0; ; i++) {
+      const holder = Atomics.compareExchange(words, lockWord, 0, me);
+      if (holder === 0) return true;
+      if (i < spins) continue;
+      const now = performance.now();
+      if (deadline === 0) deadline = now + lockWaitMs;
+      else if (now > deadline) return false;
+      Atomics.wait(words, lockWord, holder, 1);
     }
-    return false;
+  }
+
+  private unlock(): void {
+    Atomics.compareExchange(this.layout.words, lockWord, this.region + 1, 0);
+    Atomics.notify(this.layout.words, lockWord);
   }
 }

@@ -8,7 +8,9 @@ import { describe, expect, it } from 'vitest';
 import {
   clearWaitRegion,
   heldRequests,
+  lockWaitMs,
   newWaitTable,
+  slotsFor,
   WaitCounts,
   window,
 } from '../../src/http/wait-counts.js';
@@ -28,47 +30,76 @@ describe('wait counts', () => {
     }
   });
 
-  it('keeps each key to its bound and all to the total over two threads, exactly as counted one by one', () => {
-    fc.assert(
-      fc.property(
-        fc.array(
-          fc.record({
-            take: fc.boolean(),
-            region: fc.integer({ min: 0, max: 1 }),
-            // 40 keys over 4 homes: many share one
-            key: fc.integer({ min: 0, max: 39 }),
-            pick: fc.nat(),
-          }),
-          { maxLength: 400 },
-        ),
-        (steps) => {
-          const table = newWaitTable(2);
-          const threads = [new WaitCounts(table, 0), new WaitCounts(table, 1)];
-          const perKey = 3;
-          const total = 50;
-          const held: { key: number; region: number; slot: number }[] = [];
-          for (const step of steps) {
-            if (step.take) {
-              const slot = threads[step.region]?.take(
-                shaOf((step.key % 4) * 1000, step.key + 1),
-                perKey,
-                total,
-              );
-              const ofKey = held.filter((h) => h.key === step.key).length;
-              // refused exactly when the key is at its bound or every place is taken
-              expect(slot === null).toBe(ofKey >= perKey || held.length >= total);
-              if (slot !== null && slot !== undefined)
-                held.push({ key: step.key, region: step.region, slot });
-            } else if (held.length > 0) {
-              const [gone] = held.splice(step.pick % held.length, 1);
-              if (gone !== undefined) threads[gone.region]?.release(gone.slot);
-            }
-            expect(heldRequests(table)).toBe(held.length);
-          }
-        },
-      ),
-      { numRuns: 200 },
+  it('keeps each key to its bound and all to the total over three threads, exactly as counted one by one', () => {
+    // 40 keys: homes a few slots apart (their windows overlap), some at the end of the table (the
+    // window wraps to its start); a thread that dies has its region cleared and starts again
+    const homeOf = (key: number): number => (key % 8 < 6 ? (key % 8) * 7 : 4096 - 1 - ((key % 8) - 6));
+    const step = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.record({ kind: fc.constant('take' as const), region: fc.nat(2), key: fc.nat(39) }),
+      },
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat() }) },
+      {
+        weight: 1,
+        arbitrary: fc.record({ kind: fc.constant('die' as const), region: fc.integer({ min: 1, max: 2 }) }),
+      },
     );
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 300, size: 'max' }), (steps) => {
+        const table = newWaitTable(3);
+        const threads = [0, 1, 2].map((region) => new WaitCounts(table, region));
+        const perKey = 3;
+        const total = 12;
+        let held: { key: number; region: number; slot: number }[] = [];
+        for (const s of steps) {
+          if (s.kind === 'take') {
+            const slot = threads[s.region]?.take(shaOf(homeOf(s.key), s.key + 1), perKey, total) ?? null;
+            const ofKey = held.filter((h) => h.key === s.key).length;
+            // refused exactly when the key is at its bound or every place is taken
+            expect(slot === null, `take of key ${s.key} with ${ofKey} of it, ${held.length} in all`).toBe(
+              ofKey >= perKey || held.length >= total,
+            );
+            if (slot !== null) held.push({ key: s.key, region: s.region, slot });
+          } else if (s.kind === 'release') {
+            const [gone] = held.splice(s.pick % Math.max(1, held.length), 1);
+            if (gone !== undefined) threads[gone.region]?.release(gone.slot);
+          } else {
+            clearWaitRegion(table, s.region);
+            held = held.filter((h) => h.region !== s.region);
+          }
+          expect(heldRequests(table)).toBe(held.length);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('bounds two keys whose tags agree together, never one beyond its bound', () => {
+    const counts = new WaitCounts(newWaitTable(1), 0);
+    // slots 50–119 in use, each by a key of its own home
+    const others = new Map<number, number>();
+    for (let at = 50; at < 120; at++) {
+      const slot = counts.take(shaOf(at, 1000 + at), 3, 1000);
+      expect(slot).toBe(at);
+      others.set(at, slot ?? -1);
+    }
+    const k = shaOf(100, 7);
+    for (let n = 0; n < 3; n++) expect(counts.take(k, 3, 1000)).toBe(120);
+    // slot 105 is let go, and a key of home 50 with the same tag claims it
+    counts.release(others.get(105) ?? -1);
+    expect(counts.take(shaOf(50, 7), 3, 1000)).toBe(105);
+    // the first key sees that slot of its tag too: it holds 3 already, it gets no more
+    expect(counts.take(k, 3, 1000)).toBeNull();
+  });
+
+  it('counts a key whose hash has 32 zero bits where the tag is taken like any other', () => {
+    const counts = new WaitCounts(newWaitTable(1), 0);
+    for (let n = 0; n < 3; n++) expect(counts.take(shaOf(20, 0), 3, 1000)).not.toBeNull();
+    expect(counts.take(shaOf(20, 0), 3, 1000)).toBeNull();
+    // another key of the same home still gets its own three
+    for (let n = 0; n < 3; n++) expect(counts.take(shaOf(20, 5), 3, 1000)).not.toBeNull();
+    expect(counts.take(shaOf(20, 5), 3, 1000)).toBeNull();
   });
 
   it('reuses a slot no held request uses, for another key', () => {
@@ -100,7 +131,11 @@ describe('wait counts', () => {
     expect(main.take(key, 2, 1000)).toBeNull();
     // the thread dies in the middle of a take: the lock word names its region (1) + 1
     new Int32Array(table)[0] = 2;
+    const tried = performance.now();
     expect(main.take(shaOf(10, 1), 2, 1000), 'the lock is held: nothing is taken').toBeNull();
+    // given up after its wait, not spinning for ever
+    expect(performance.now() - tried).toBeGreaterThanOrEqual(lockWaitMs - 1);
+    expect(performance.now() - tried).toBeLessThan(lockWaitMs + 200);
     clearWaitRegion(table, 1);
     expect(heldRequests(table)).toBe(0);
     expect(main.take(key, 2, 1000)).not.toBeNull();
@@ -113,10 +148,12 @@ describe('wait counts', () => {
     expect(() => new WaitCounts(table, 2)).toThrow(RangeError);
   });
 
-  it('sizes its slots for the total it must hold', () => {
-    const small = new Int32Array(newWaitTable(1, 1000));
-    const large = new Int32Array(newWaitTable(1, 100_000));
-    expect(small[1]).toBe(4096);
-    expect(large[1]).toBe(262_144);
+  it('sizes its slots for the total it must hold, within 16 MiB', () => {
+    expect(slotsFor(1000, 1)).toBe(4096);
+    expect(slotsFor(100_000, 1)).toBe(262_144);
+    expect(new Int32Array(newWaitTable(1, 100_000))[1]).toBe(262_144);
+    // 64 request threads and a million held requests: 32 768 slots of 65 words
+    expect(slotsFor(1_000_000, 64)).toBe(32_768);
+    expect(newWaitTable(64, 1_000_000).byteLength).toBeLessThanOrEqual(16 * 1024 * 1024);
   });
 });
