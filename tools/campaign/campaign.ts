@@ -21,6 +21,7 @@ import {
   Partitioners,
   type CompressionTypes,
   type Producer,
+  type RecordMetadata,
   type TopicMessages,
 } from 'kafkajs';
 import type { DomainEvent } from '../../schemas/events.js';
@@ -37,6 +38,10 @@ import { Invariants, Memory, type Violation } from './invariants.js';
 import { Oracle } from './oracle.js';
 import { get, Prober } from './probe.js';
 import { Caller, type CallerCounts } from './caller.js';
+import { CallerWaits, type WaitCounts } from './caller-wait.js';
+import { CursorWalks, type WalkCounts } from './cursor-walk.js';
+import { OwnWrites, type OwnWriteCounts } from './own-writes.js';
+import type { AckedRecord } from './positions.js';
 import { PagePositions } from './page-positions.js';
 import { historyOperations, HistoryOps, type HistoryOperation } from './history.js';
 import { Random } from './random.js';
@@ -80,6 +85,12 @@ export interface CampaignReport {
   scenario: readonly string[];
   /** the caller moved between replicas with its position (`caller.ts`) */
   caller: CallerCounts;
+  /** the caller's waiting requests (`caller-wait.ts`) */
+  waits: WaitCounts;
+  /** walks by the `next` links while orders are created (`cursor-walk.ts`) */
+  walks: WalkCounts;
+  /** orders asked for at the position their publisher built (`own-writes.ts`) */
+  ownWrites: OwnWriteCounts;
 }
 
 interface SkippedBatch {
@@ -109,6 +120,9 @@ type Operation =
   | 'burst'
   | 'hostileBatch'
   | 'pause'
+  | 'walk'
+  | 'wait'
+  | 'ownWrite'
   | TargetedOperation;
 
 /**
@@ -162,6 +176,9 @@ class Campaign {
   private readonly invariants: Invariants;
   private readonly prober: Prober;
   private readonly caller: Caller;
+  private readonly waits: CallerWaits;
+  private readonly walks: CursorWalks;
+  private readonly ownWrites: OwnWrites;
   private readonly memories = new Map<Replica, Memory>();
   private readonly steps: string[] = [];
   private readonly faults: Record<string, number> = {};
@@ -217,6 +234,30 @@ class Campaign {
     );
 
     this.caller = new Caller(this.world, this.invariants, new Random(options.seed + 4));
+    const callerFeatures = {
+      replicas,
+      world: this.world,
+      oracle: this.oracle,
+      invariants: this.invariants,
+      brokerUp: () => this.broker.state === 'up',
+      publish: (draw: Draw) => this.publish(draw, 'none', 'plain').then(() => undefined),
+      publishAcked: (draw: Draw) => this.publishAcked(draw),
+    };
+    this.walks = new CursorWalks({
+      ...callerFeatures,
+      random: new Random(options.seed + 6),
+      endOffsets: () => this.modelEndOffsets(),
+    });
+    this.waits = new CallerWaits({
+      ...callerFeatures,
+      caller: this.caller,
+      random: new Random(options.seed + 7),
+    });
+    this.ownWrites = new OwnWrites({
+      ...callerFeatures,
+      random: new Random(options.seed + 8),
+      memoryOf: (replica) => this.memory(replica),
+    });
     this.pagePositions = new PagePositions(
       kafka,
       topics.orders,
@@ -237,7 +278,7 @@ class Campaign {
       count: (fault) => this.count(fault),
       violation: (replica, invariant, detail) => this.violation(replica, invariant, detail),
       forget: (replica) => this.memories.delete(replica),
-      publish: (draw) => this.publish(draw, 'none', 'plain'),
+      publish: (draw) => this.publish(draw, 'none', 'plain').then(() => undefined),
       lookAtAll: () => this.lookAtAll(),
       ready: (replica) => this.prober.ready(replica),
       waitReady: (when, which) => this.waitReady(when, which),
@@ -321,6 +362,9 @@ class Campaign {
       targeted: this.options.targeted,
       scenario: this.options.scenario ?? [],
       caller: this.caller.counts,
+      waits: this.waits.counts,
+      walks: this.walks.counts,
+      ownWrites: this.ownWrites.counts,
     };
   }
 
@@ -385,6 +429,9 @@ class Campaign {
       startBroker: this.broker.state === 'down' ? 3 : 0,
       burst: running > 0 ? 1 : 0,
       pause: 1,
+      walk: running > 0 ? 3 : 0,
+      wait: running > 0 ? 3 : 0,
+      ownWrite: up && running > 0 ? 3 : 0,
     });
   }
 
@@ -566,6 +613,12 @@ class Campaign {
         await sleep(ms);
         return `pause ${ms} ms`;
       }
+      case 'walk':
+        return this.walks.walk();
+      case 'wait':
+        return `caller: ${await this.waits.wait()}`;
+      case 'ownWrite':
+        return `built position: ${await this.ownWrites.ownWrites()}`;
       case 'skipWhileProposed':
         return this.named(op, await this.skipWhileProposed());
       case 'concurrentSkips':
@@ -1048,6 +1101,12 @@ class Campaign {
     const partition = this.targeted.int(0, 2);
     const topic = this.topics[role];
     const offsetOfBatch = await this.endOffset(topic, partition);
+    // A replica still starting, catching up or rebuilding grows by itself: its baseline is taken
+    // once it is ready (30 s at most), or the rise of its start would be blamed on the batch.
+    for (const replica of this.replicas) {
+      const until = Date.now() + 30_000;
+      while (Date.now() < until && !(await this.prober.ready(replica))) await sleep(250);
+    }
     const baseline = new Map(this.replicas.map((r) => [r, residentBytes(r.pid)]));
     const peak = new Map(baseline);
     const sampler = setInterval(() => {
@@ -1196,7 +1255,47 @@ class Campaign {
     this.invariants.violate(replica.name, invariant, detail);
   }
 
-  private async publish(draw: Draw, codec: CodecName, mode: 'plain' | 'commit' | 'abort'): Promise<void> {
+  /** Publishes a draw of at most one event per topic, plainly: each event's record as acknowledged. */
+  private async publishAcked(draw: Draw): Promise<AckedRecord[]> {
+    const topics = draw.events.map((event) => this.topics[topicRoleOf(event)]);
+    if (new Set(topics).size !== topics.length) throw new Error('publishAcked: one event per topic');
+    const acked = await this.publish(draw, 'none', 'plain');
+    return topics.flatMap((topic) => {
+      const record = acked.find((m) => m.topicName === topic);
+      return record?.baseOffset === undefined
+        ? []
+        : [{ topic, partition: record.partition, offset: Number(record.baseOffset) }];
+    });
+  }
+
+  /** The end offset of every partition of the orders model's topics; null when the broker did not say. */
+  private async modelEndOffsets(): Promise<Map<string, number[]> | null> {
+    const admin = this.kafka.admin();
+    try {
+      await admin.connect();
+      const ends = new Map<string, number[]>();
+      for (const role of rolesOfStore('orders')) {
+        const topic = this.topics[role];
+        const offsets = await admin.fetchTopicOffsets(topic);
+        const list = Array.from({ length: offsets.length }, () => 0);
+        for (const o of offsets) list[o.partition] = Number(o.high);
+        ends.set(topic, list);
+      }
+      return ends;
+    } catch {
+      return null;
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  }
+
+  /** Publishes a draw; in plain mode, what the broker acknowledged (one entry per topic and partition). */
+  private async publish(
+    draw: Draw,
+    codec: CodecName,
+    mode: 'plain' | 'commit' | 'abort',
+  ): Promise<RecordMetadata[]> {
+    let acked: RecordMetadata[] = [];
     const topicMessages = (events: readonly DomainEvent[], withPoison: boolean) => {
       const byTopic = new Map<string, { key: string; value: Buffer | string }[]>();
       const add = (topic: string, key: string, value: Buffer | string): void => {
@@ -1211,7 +1310,7 @@ class Campaign {
     };
     const compression = compressionOf[codec];
     if (mode === 'plain') {
-      await this.producer.sendBatch({
+      acked = await this.producer.sendBatch({
         acks: -1,
         compression,
         topicMessages: topicMessages(draw.events, true),
@@ -1244,6 +1343,7 @@ class Campaign {
     for (const id of draw.revoked) this.revokedAcked.add(id);
     this.events += draw.events.length;
     this.poison += draw.poison.length;
+    return acked;
   }
 
   /** One transaction of the campaign's transactional producer: optionally an aborted one first. */
@@ -1356,6 +1456,8 @@ class Campaign {
     if (this.broker.state === 'frozen') this.broker.thaw();
     if (this.broker.state === 'down') await this.broker.resume();
     for (const replica of this.replicas) replica.start();
+    // a replica left on an older projection version while the broker was away gets its remedy
+    await this.history.settlePending();
     await this.waitReady('the last fault');
     for (const replica of this.replicas) {
       await this.converged(replica, 'nothing lost, nothing doubled');
@@ -1371,6 +1473,16 @@ class Campaign {
         );
     }
   }
+}
+
+/** The counts of the caller's three features: walks, waits and built positions. */
+function callerFeatures(report: CampaignReport): string {
+  const { walks: k, waits: w, ownWrites: o } = report;
+  return [
+    `cursor walks ${k.walks} (${k.complete} complete, ${k.unsettled} begun behind the log's end): ${k.pages} pages, ${k.inserted} orders created meanwhile, ${k.heldSeen} orders held to be seen, ${k.notReached} not reached`,
+    `waits ${w.asked}: ${w.changed} 200, ${w.notModified} 304 (${w.held} held; ${w.samePosition} 304s compared at their own position; ${w.changeCovered} past a change published meanwhile), ${w.notReached} not reached`,
+    `built positions: ${o.published} orders published, ${o.held} answers held to them, ${o.notReached} not reached, ${o.skipped} replicas skipped`,
+  ].join('; ');
 }
 
 /** A targeted operation named in `--scenario` (its name in the output, or its name in the code). */
@@ -1465,7 +1577,7 @@ export function formatReport(report: CampaignReport): string {
     .map(([kind, n]) => `${kind} ${n}`)
     .join(', ');
   const lines = [
-    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks, ${report.revokedProbes} revoked-key probes through the request threads' own connections; slowest revocation ${report.slowestRevocationMs} ms; caller with its position: ${report.caller.answered} answers, ${report.caller.notReached} not reached (503); ${report.violations.length} violations`,
+    `seed ${report.seed}${report.httpWorkers > 1 ? ` (HTTP_WORKERS=${report.httpWorkers})` : ''}: ${report.steps.length} steps in ${report.minutes.toFixed(1)} min, ${report.events} events and ${report.poison} poison messages published; faults: ${faults || 'none'}; ${report.checks} checks, ${report.revokedProbes} revoked-key probes through the request threads' own connections; slowest revocation ${report.slowestRevocationMs} ms; caller with its position: ${report.caller.answered} answers, ${report.caller.notReached} not reached (503); ${callerFeatures(report)}; ${report.violations.length} violations`,
   ];
   if (report.violations.length > 0) {
     const options = [

@@ -177,8 +177,10 @@ export class HistoryOps {
   async settlePending(): Promise<void> {
     if (!this.host.brokerUp()) return;
     for (const replica of [...this.pending]) {
+      // a replica stopped meanwhile keeps its remedy until it runs again
+      if (!replica.running) continue;
       this.pending.delete(replica);
-      if (replica.running) await this.afterVersionChange(replica);
+      await this.afterVersionChange(replica);
     }
   }
 

@@ -139,6 +139,28 @@ export class World {
     return { events, poison: [], revoked: [] };
   }
 
+  /** New orders of `org` while it has room (else of a random organization, or none). */
+  newOrdersOf(org: number, count: number): Draw {
+    const events: DomainEvent[] = [];
+    for (let i = 0; i < count; i += 1) events.push(...this.createOrder(org));
+    this.sent.push(...events);
+    return { events, poison: [], revoked: [] };
+  }
+
+  /** A new title for order `id`: the fact newer than every one before it, so the title it shows. */
+  retitle(id: number): Draw {
+    this.tick += 1;
+    const events = [
+      this.event(
+        'order.updated',
+        { order_id: id, press_release_title: `Order ${id} rev ${this.tick}` },
+        this.tick,
+      ),
+    ];
+    this.sent.push(...events);
+    return { events, poison: [], revoked: [] };
+  }
+
   /** A new key issued to a random organization, its id and the raw key. */
   issueKey(): { draw: Draw; id: string; raw: string } {
     const events = this.fact('issue', []);
