@@ -124,7 +124,7 @@ export interface PeerBenchOptions {
   floor?: boolean;
   /** the re-projection phase (the service's `rebuild`, the peers' replay); default true */
   rebuild?: boolean;
-  /** the service's LOG_LEVEL while it serves the API phase; default `warn` (the others' ingest is at `warn`) */
+  /** the service's LOG_LEVEL while it serves the API phase; default `info`, the service's own (its ingest is at `warn`) */
   serviceLogLevel?: string;
 }
 
@@ -445,12 +445,9 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
 
     // Every side serves the model its ingest left.
     serviceProcess = await phase('api: the service starts on its model', async () => {
-      const started = await startServiceProcess(
-        broker.brokers,
-        topics,
-        dataDir,
-        options.serviceLogLevel === undefined ? {} : { LOG_LEVEL: options.serviceLogLevel },
-      );
+      const started = await startServiceProcess(broker.brokers, topics, dataDir, {
+        LOG_LEVEL: options.serviceLogLevel ?? 'info',
+      });
       await waitUntil('the service has caught up', () => appliedMessages(dataDir) >= total, 10 * 60_000);
       return started;
     });
@@ -952,8 +949,6 @@ export function runFromCommandLine(kind: keyof typeof commands): void {
     designs: (['competent', 'naive'] as const).slice(0, n.peers),
     floor,
     rebuild: !floor,
-    // the API as shipped: the default level, which writes no line per request
-    serviceLogLevel: 'info',
   };
   useBuiltService();
   buildPeer();

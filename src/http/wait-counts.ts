@@ -36,7 +36,8 @@ const maxTableBytes = 16 * 1024 * 1024;
  */
 export function slotsFor(total: number, regions: number): number {
   let slots = minSlots;
-  const most = maxTableBytes / (Int32Array.BYTES_PER_ELEMENT * (1 + regions));
+  // the header and each region's total count too
+  const most = (maxTableBytes / Int32Array.BYTES_PER_ELEMENT - headerWords - regions) / (1 + regions);
   while (slots < 2 * total && slots * 2 <= most) slots *= 2;
   return slots;
 }

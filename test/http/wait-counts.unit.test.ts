@@ -30,7 +30,7 @@ describe('wait counts', () => {
     }
   });
 
-  it('keeps each key to its bound and all to the total over three threads, exactly as counted one by one', () => {
+  it('keeps each key to its bound and all to the total over three threads’ regions, exactly as counted one by one', () => {
     // 40 keys: homes a few slots apart (their windows overlap), some at the end of the table (the
     // window wraps to its start); a thread that dies has its region cleared and starts again
     const homeOf = (key: number): number => (key % 8 < 6 ? (key % 8) * 7 : 4096 - 1 - ((key % 8) - 6));
@@ -104,7 +104,7 @@ describe('wait counts', () => {
 
   it('reuses a slot no held request uses, for another key', () => {
     const counts = new WaitCounts(newWaitTable(1), 0);
-    // fill a home's whole window with keys that then let go
+    // as many keys as a window has slots, each letting go before the next: the slot is reused
     for (let i = 0; i < window; i++) {
       const slot = counts.take(shaOf(5, i + 1), 10, 1000);
       expect(slot).not.toBeNull();
@@ -155,5 +155,8 @@ describe('wait counts', () => {
     // 64 request threads and a million held requests: 32 768 slots of 65 words
     expect(slotsFor(1_000_000, 64)).toBe(32_768);
     expect(newWaitTable(64, 1_000_000).byteLength).toBeLessThanOrEqual(16 * 1024 * 1024);
+    // one thread and a million: 2^20 slots (2^21 and the header would not fit)
+    expect(slotsFor(1_000_000, 1)).toBe(1 << 20);
+    expect(newWaitTable(1, 1_000_000).byteLength).toBeLessThanOrEqual(16 * 1024 * 1024);
   });
 });

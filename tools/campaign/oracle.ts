@@ -1,5 +1,5 @@
 /**
- * What the API must answer once every published event is applied, computed from EVENTS.md alone and
+ * What the API must answer once every published event is applied, computed from docs/events.md alone and
  * written apart from the projection (`projections/`), so that a shared mistake cannot hide.
  *
  * The campaign's generator keeps to a subset of the contract that makes this short: timestamps are

@@ -321,7 +321,7 @@ export class World {
         : this.random.pick(listedStatuses);
     const created = this.created(id, org, status);
     if (this.random.chance(0.2)) {
-      // A later fact about the order published before it (EVENTS.md rule 2): kept until it arrives.
+      // A later fact about the order published before it (docs/events.md rule 2): kept until it arrives.
       const early = this.event('order.status_changed', {
         order_id: id,
         status:

@@ -1,6 +1,6 @@
 /**
  * Every failure answers with the Error object (`error`, `message`): errors raised before routing,
- * malformed HTTP, validation (a route names its 422 texts in `config.queryErrors`), unknown routes
+ * malformed HTTP, validation (a route names its 422 and 400 texts in `config.queryErrors`), unknown routes
  * (401 first without a valid key) and unexpected failures (500, logged, no internals).
  */
 import { randomUUID } from 'node:crypto';

@@ -63,7 +63,7 @@ export async function rateLimiting(
     store: WindowStore,
     addHeaders: noHeaders,
     addHeadersOnExceeding: noHeaders,
-    // asked once per request, just before the count (a 422 fails validation first and is not counted)
+    // asked once per request, just before the count (a 422 or 400 `Invalid cursor` fails validation first and is not counted)
     keyGenerator: (request) => {
       request.rateCountedAtMs = Date.now();
       return request.caller.keySha256;

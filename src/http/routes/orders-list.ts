@@ -72,7 +72,7 @@ const cursorWithOffset = 'cursor+offset';
 
 /**
  * The query as validated: a cursor must decode, and go with its own status and no offset. Checked
- * with the parameters, so that a bad one is a 422 answered before the rate limit counts the request.
+ * with the parameters, so that a bad one is a 400 answered before the rate limit counts the request.
  */
 const orderListQuery = OrderListQuery.superRefine((query, context) => {
   // zod runs this after a parameter failed too: then the values may be the raw texts
