@@ -22,6 +22,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import type { TopicRole } from '../../schemas/streams.js';
 import { sha256Hex } from '../../src/http/bearer-key.js';
 import { messageKeyOf } from '../../src/kafka/publisher.js';
+import { seededRandom } from '../../tools/demo-data.js';
 import { freePort } from '../../tools/local-kafka.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { apiKeyIssued, orderCreated } from '../helpers/events.js';
@@ -41,18 +42,6 @@ const origin = Date.UTC(2026, 10, 1, 9, 0, 0);
 const span = (existing + existing / 5) * 60_000;
 /** keys of organization 1 besides keyOf(1), for callers the balancer may hash to either replica */
 const otherKeys = Array.from({ length: 8 }, (_, i) => `callers-balancer-key-${i}`);
-
-/** A small seeded generator (mulberry32): the seed is printed, a failing run can be read again. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const sleep = (ms: number) => new Promise((wake) => setTimeout(wake, ms));
 
@@ -176,7 +165,7 @@ describe('callers of docs/api.md behind HAProxy, two replicas', () => {
 
   it('walks every order by the next links while orders are created and the replica stops and comes back', async () => {
     const seed = Date.now() % 1_000_000;
-    const next = random(seed);
+    const next = seededRandom(seed);
     const key = keyOf(1);
     const failures: string[] = [];
     const counts = { requests: 0, waitedOut: 0 };
