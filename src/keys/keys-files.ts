@@ -109,8 +109,8 @@ export async function retirePredecessor(
 }
 
 /**
- * Seeds this version's empty store from its predecessor, rows and keys-topic positions, when their
- * `api_keys` tables have the same layout: for a keys topic that no longer holds the events the
+ * Seeds this version's empty store from its predecessor (rows, keys-topic positions and dead letters)
+ * when their tables have the same layout: for a keys topic that no longer holds the events the
  * predecessor was built from, where a replay is refused (`kafka/history.ts`). The store then goes on
  * from the predecessor's positions, applying every issue and revocation since. A store that has
  * read past the predecessor on any partition is left as it is (it never moves back); one behind it
@@ -123,7 +123,7 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
     try {
       const layout = (schema: string, table: string): string =>
         JSON.stringify(db.prepare(`PRAGMA ${schema}.table_info(${table})`).all());
-      for (const table of ['api_keys', 'consumer_offsets', 'projection_meta'])
+      for (const table of ['api_keys', 'consumer_offsets', 'dead_letters', 'projection_meta'])
         if (layout('main', table) !== layout('predecessor', table)) return false;
       return db.transaction(() => {
         // a store that has read anything the predecessor has not is never replaced
@@ -140,6 +140,11 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
         db.prepare('DELETE FROM main.consumer_offsets WHERE topic = ?').run(keysTopic);
         db.prepare(
           'INSERT INTO main.consumer_offsets SELECT * FROM predecessor.consumer_offsets WHERE topic = ?',
+        ).run(keysTopic);
+        // the record of what was not applied: the log it came from may no longer hold it
+        db.prepare('DELETE FROM main.dead_letters WHERE topic = ?').run(keysTopic);
+        db.prepare(
+          'INSERT INTO main.dead_letters SELECT * FROM predecessor.dead_letters WHERE topic = ?',
         ).run(keysTopic);
         // the id of the topic the predecessor was built from, so that a topic created since is refused
         db.prepare(

@@ -221,6 +221,39 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
     seeded.close();
   });
 
+  it("keeps the predecessor's dead letters of the keys topic: the log that held them is gone", () => {
+    const dir = dataDir();
+    const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 3);
+    const db = new Database(predecessor);
+    const letter = db.prepare(
+      `INSERT INTO dead_letters (topic, partition, "offset", message_key, raw_value, reason, detail, recorded_at)
+       VALUES (?, 0, ?, NULL, NULL, ?, 'detail', '2026-12-02T00:00:00.000Z')`,
+    );
+    letter.run(keysTopic, 1, 'invalid_json');
+    letter.run(keysTopic, 2, 'skipped_by_operator');
+    letter.run('another-topic', 7, 'invalid_json');
+    db.close();
+    const store = storeOf(dir, KEYS_STORE_VERSION, 1);
+    const stale = new Database(store);
+    stale
+      .prepare(
+        `INSERT INTO dead_letters (topic, partition, "offset", reason, detail, recorded_at)
+         VALUES (?, 0, 0, 'invalid_json', 'read before the seed', '2026-12-02T00:00:00.000Z')`,
+      )
+      .run(keysTopic);
+    stale.close();
+    expect(seedFromPredecessor(store, predecessor, keysTopic)).toBe(true);
+    const seeded = new Database(store, { readonly: true });
+    const letters = seeded
+      .prepare('SELECT topic, "offset", reason FROM dead_letters ORDER BY "offset"')
+      .all() as { topic: string; offset: number; reason: string }[];
+    seeded.close();
+    expect(letters).toEqual([
+      { topic: keysTopic, offset: 1, reason: 'invalid_json' },
+      { topic: keysTopic, offset: 2, reason: 'skipped_by_operator' },
+    ]);
+  });
+
   it('replaces a store behind its predecessor, and never one that has read further', () => {
     const behindDir = dataDir();
     const predecessor = storeOf(behindDir, KEYS_STORE_VERSION - 1, 3);
