@@ -3,6 +3,7 @@
  * count over every thread, even when keys' hashes share a home slot; the total bound; the places
  * and the lock of a thread that died given back by clearing its region.
  */
+import { Worker } from 'node:worker_threads';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -158,5 +159,91 @@ describe('wait counts', () => {
     // one thread and a million: 2^20 slots (2^21 and the header would not fit)
     expect(slotsFor(1_000_000, 1)).toBe(1 << 20);
     expect(newWaitTable(1, 1_000_000).byteLength).toBeLessThanOrEqual(16 * 1024 * 1024);
+  });
+  it('holds every bound while three worker threads take and release at once through the lock', async () => {
+    // Six keys sharing two homes, bound 3 each and 12 in all. Each thread counts in `witness`
+    // after a take and before its release, so the witness never exceeds what is really held: a
+    // witness past a bound is a bound broken across threads.
+    const threads = 3;
+    const perKey = 3;
+    const total = 12;
+    const keys = Array.from({ length: 6 }, (_, i) => shaOf(i % 2 === 0 ? 5 : 6, i + 1));
+    const table = newWaitTable(threads, 100);
+    const witness = new SharedArrayBuffer(4 * (keys.length + 3));
+    const source = `
+      const { workerData, parentPort } = require('node:worker_threads');
+      import('tsx/esm/api')
+        .then(({ tsImport }) => tsImport(workerData.module, workerData.parent))
+        .then(({ WaitCounts }) => {
+          const { keys, perKey, total, region, rounds } = workerData;
+          const counts = new WaitCounts(workerData.table, region);
+          const seen = new Int32Array(workerData.witness);
+          const all = keys.length;
+          const mine = [];
+          let state = region * 7919 + 1;
+          const next = () => (state = (state * 1103515245 + 12345) >>> 0);
+          let taken = 0;
+          // all start together, or the first could be done before the last has loaded
+          Atomics.add(seen, all + 2, 1);
+          while (Atomics.load(seen, all + 2) < workerData.threads) Atomics.wait(seen, all + 2, Atomics.load(seen, all + 2), 1);
+          for (let i = 0; i < rounds; i++) {
+            if (mine.length > 0 && next() % 3 === 0) {
+              const [key, slot] = mine.splice(next() % mine.length, 1)[0];
+              Atomics.sub(seen, key, 1);
+              Atomics.sub(seen, all, 1);
+              counts.release(slot);
+              continue;
+            }
+            const key = next() % all;
+            const slot = counts.take(keys[key], perKey, total);
+            if (slot === null) continue;
+            taken++;
+            const ofKey = Atomics.add(seen, key, 1) + 1;
+            const inAll = Atomics.add(seen, all, 1) + 1;
+            if (ofKey > perKey || inAll > total) Atomics.add(seen, all + 1, 1);
+            mine.push([key, slot]);
+          }
+          for (const [key, slot] of mine) {
+            Atomics.sub(seen, key, 1);
+            Atomics.sub(seen, all, 1);
+            counts.release(slot);
+          }
+          parentPort.postMessage(taken);
+        });
+    `;
+    const module = new URL('../../src/http/wait-counts.ts', import.meta.url).href;
+    const taken = await Promise.all(
+      Array.from({ length: threads }, (_, region) => {
+        const worker = new Worker(source, {
+          eval: true,
+          workerData: {
+            module,
+            parent: import.meta.url,
+            table,
+            witness,
+            keys,
+            perKey,
+            total,
+            region,
+            rounds: 60_000,
+          },
+        });
+        return new Promise<number>((resolve, reject) => {
+          worker.on('message', resolve);
+          worker.on('error', reject);
+        });
+      }),
+    );
+    const seen = new Int32Array(witness);
+    expect(seen[keys.length + 1], 'takes past a bound').toBe(0);
+    // every thread got places, so they contended for the same slots
+    for (const n of taken) expect(n).toBeGreaterThan(1000);
+    expect(heldRequests(table)).toBe(0);
+    // every place was given back: each key holds its full bound again, no more
+    const counts = new WaitCounts(table, 0);
+    for (const key of keys.slice(0, 4)) {
+      for (let n = 0; n < perKey; n++) expect(counts.take(key, perKey, total)).not.toBeNull();
+      expect(counts.take(key, perKey, total)).toBeNull();
+    }
   });
 });

@@ -17,8 +17,14 @@
  *   - a 304 carrying position P says the answer at P has the presented tag: the same replica asked
  *     at once for the same query presenting P must answer with that tag if it answers at P itself
  *     (a position is one state of the model: the same data, the same tag). Answered beyond P, it
- *     may have moved on: not compared.
+ *     may have moved on; answered from another model file (`CURRENT` moved meanwhile), its tags
+ *     may be made otherwise: not compared.
+ * - Woken by the change, not by the end of the wait: while it waits, another request of the same
+ *   replica looks every 100 ms whether its position has applied the change. Once one has, the held
+ *   request must be answered within `wakeSlackMs` (a watcher also looks for a new file once a
+ *   second); a 200 that comes later was never woken, only read again at its end.
  */
+import { ModelFiles } from '../../src/read-model/files.js';
 import type { Caller, HeadersAnswer } from './caller.js';
 import type { Replica } from './cluster.js';
 import type { Invariants } from './invariants.js';
@@ -42,6 +48,8 @@ export interface WaitCounts {
   changeCovered: number;
   /** 503s: a replica that had not reached the caller's position */
   notReached: number;
+  /** held requests whose change another request saw applied early enough to hold them to a prompt wake */
+  wakeChecked: number;
 }
 
 export interface WaitHost {
@@ -71,6 +79,8 @@ interface Change {
 }
 
 const invariant = 'no 304 once the answer changed';
+/** How late after its change is seen applied a held request may still be answered. */
+const wakeSlackMs = 1200;
 
 export class CallerWaits {
   readonly counts: WaitCounts = {
@@ -81,6 +91,7 @@ export class CallerWaits {
     samePosition: 0,
     changeCovered: 0,
     notReached: 0,
+    wakeChecked: 0,
   };
 
   constructor(private readonly host: WaitHost) {}
@@ -116,15 +127,23 @@ export class CallerWaits {
     const seconds = random.int(1, 3);
     const publishing = withChange && this.host.brokerUp();
     this.counts.asked += 1;
+    const servedBefore = servedFile(replica);
     const sentAt = performance.now();
     const held = this.ask(name, org, url, { 'if-none-match': tag, prefer: `wait=${seconds}` }, seconds);
     let change: Change | null = null;
+    const timing: { answeredAt: number | null } = { answeredAt: null };
+    void held.then(() => (timing.answeredAt = performance.now()));
+    let seenAt: Promise<number | null> = Promise.resolve(null);
     if (publishing) {
       await sleep(random.int(50, seconds * 1000 - 400));
       change = await this.change(org, rows);
+      const records = change?.records;
+      if (records !== undefined)
+        seenAt = this.seenApplied(org, url, records, () => timing.answeredAt !== null);
     }
     const answer = await held;
     const took = Math.round(performance.now() - sentAt);
+    const seen = await seenAt;
     const said = `a wait of ${seconds} s at ${replica.name} for organization ${org}'s page${change === null ? '' : ` while ${change.what}`}`;
     if (answer === null) return `${said}: no answer`;
     if (answer.status !== 200 && answer.status !== 304) return `${said}: ${answer.status}`;
@@ -153,6 +172,16 @@ export class CallerWaits {
       const problem = covered ? change?.shownIn((answer.body as { data: Row[] }).data) : null;
       if (problem !== null && problem !== undefined)
         invariants.violate(name, 'a change within the position is shown', `${said}: ${problem}`);
+      if (applied !== undefined && seen !== null && timing.answeredAt !== null) {
+        this.counts.wakeChecked += 1;
+        const late = Math.round(timing.answeredAt - seen);
+        if (late > wakeSlackMs)
+          invariants.violate(
+            name,
+            'a held request is woken by its change',
+            `${said}: answered ${late} ms after another request saw the change applied`,
+          );
+      }
       return `${said}: 200 after ${took} ms${applied === undefined ? ' (at once)' : ''}`;
     }
     this.counts.notModified += 1;
@@ -174,7 +203,7 @@ export class CallerWaits {
         invariant,
         `${said}: a 304 with the tag of a page read before the change, at a position (${String(answer.headers['x-read-position'])}) that has applied it (${change?.records.map((r) => `${r.topic}[${r.partition}] offset ${r.offset}`).join(', ')})`,
       );
-    return `${said}: 304 after ${took} ms; ${await this.atSamePosition(name, org, url, answer)}`;
+    return `${said}: 304 after ${took} ms; ${await this.atSamePosition(name, org, url, answer, () => servedFile(replica) === servedBefore)}`;
   }
 
   /** The caller's request for `org`'s page with `extra` headers, its answer taken by the caller. */
@@ -202,6 +231,7 @@ export class CallerWaits {
     org: number,
     url: string,
     notModified: HeadersAnswer,
+    sameFile: () => boolean,
   ): Promise<string> {
     const at = givenPosition(notModified.headers['x-read-position'], null);
     if (!('position' in at)) return 'no position to ask at';
@@ -210,6 +240,8 @@ export class CallerWaits {
     const now = givenPosition(again.headers['x-read-position'], null);
     if (!('position' in now) || !samePosition(now.position, at.position))
       return 'then answered beyond its position';
+    // another file (a projection version, a rebuild) may tag the same data otherwise
+    if (!sameFile()) return 'then answered at its position from another model file: not compared';
     this.counts.samePosition += 1;
     if (again.headers.etag !== notModified.headers.etag)
       this.host.invariants.violate(
@@ -218,6 +250,31 @@ export class CallerWaits {
         `a 304 with ${String(notModified.headers.etag)} at position ${at.token}, and the same query answered at that same position with ${String(again.headers.etag)}`,
       );
     return 'then the same tag at the same position';
+  }
+
+  /**
+   * When another request of the same replica (`url`; no position presented, not the caller's) first answered at a
+   * position that has applied `records`: looked at every 100 ms until the held request is answered.
+   * Null when none did before it was.
+   */
+  private async seenApplied(
+    org: number,
+    url: string,
+    records: readonly AckedRecord[],
+    answered: () => boolean,
+  ): Promise<number | null> {
+    const headers = { authorization: `Bearer ${this.host.world.permanentKey(org)}` };
+    while (!answered()) {
+      const answer = await getWith(url, headers, 2000);
+      const at = performance.now();
+      if (answered()) return null;
+      if (answer?.status === 200) {
+        const given = givenPosition(answer.headers['x-read-position'], null);
+        if ('position' in given && records.every((r) => coversRecord(given.position, r))) return at;
+      }
+      await sleep(100);
+    }
+    return null;
   }
 
   /** Publishes a change of `org`'s page: a new title of an order it shows, or a new order. */
@@ -258,6 +315,11 @@ export class CallerWaits {
       shownIn: (after) => (after.some((r) => r.id === id) ? null : `new order ${id} is not listed`),
     };
   }
+}
+
+/** The model file the replica's `CURRENT` names: it changes at every switch, and never back. */
+function servedFile(replica: Replica): string | null {
+  return new ModelFiles(replica.dataDir).currentFile();
 }
 
 function sleep(ms: number): Promise<void> {

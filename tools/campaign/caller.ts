@@ -76,16 +76,12 @@ export class Caller {
       this.counts.notReached += 1;
       return 'notReached';
     }
-    this.invariants.status(name, `organization ${org}'s page with the caller's position`, answer.status);
-    if (answer.status === 400) {
-      this.invariants.violations.push({
-        step: this.invariants.step,
-        replica: name,
-        invariant: 'never older for a caller',
-        detail: `the position another replica gave was refused: ${JSON.stringify(answer.body)}`,
-      });
-      return 'other';
-    }
+    this.invariants.permanentKeyStatus(
+      name,
+      `organization ${org}'s page with the caller's position ${presented ?? '(none)'}`,
+      answer,
+      'never older for a caller',
+    );
     if (answer.status !== 200 && answer.status !== 304) return 'other';
     const given = givenPosition(answer.headers['x-read-position'], presented);
     if ('problem' in given) {

@@ -243,13 +243,12 @@ export class CursorWalks {
         await sleep(300);
         continue;
       }
-      invariants.status(name, `organization ${org}'s page ${path}`, answer.status);
-      if (answer.status === 400)
-        invariants.violate(
-          name,
-          'a cursor walk goes down the list',
-          `${path} refused: ${JSON.stringify(answer.body)}`,
-        );
+      invariants.permanentKeyStatus(
+        name,
+        `organization ${org}'s page ${path}`,
+        answer,
+        'a cursor walk goes down the list',
+      );
       if (answer.status !== 200) return null;
       const given = givenPosition(answer.headers['x-read-position'], presented);
       if ('problem' in given) {

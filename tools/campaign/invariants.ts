@@ -58,6 +58,25 @@ export class Invariants {
     if (status >= 500) this.violate(replica, 'no 5xx', `${what} answered ${status}`);
   }
 
+  /**
+   * A request of a permanent key with nothing wrong in it (the rate limit is off): a 400 is
+   * `refused` (its own invariant); any other 4xx is a violation too, never a step that just ends.
+   */
+  permanentKeyStatus(
+    replica: string,
+    what: string,
+    answer: { status: number; body: unknown },
+    refused: string,
+  ): void {
+    this.status(replica, what, answer.status);
+    if (answer.status < 400 || answer.status >= 500) return;
+    this.violate(
+      replica,
+      answer.status === 400 ? refused : 'a permanent key is answered',
+      `${what} answered ${answer.status}: ${JSON.stringify(answer.body)}`,
+    );
+  }
+
   /** A full first page (limit 200) of `org`'s orders, as the replica answered it. */
   orders(replica: string, memory: Memory, org: number, body: { data: OrderRow[]; total: number }): void {
     const seen = new Set<number>();

@@ -9,7 +9,7 @@
  * status); its position must be at least the one built; and, a replica never going back, its page
  * is held to what that replica showed before (`Invariants.orders`). A 503 with Retry-After (not
  * reached within READ_POSITION_WAIT_MS) is allowed, asked again once after it; a stopped replica
- * is skipped; a 400 is a violation (the position is one the producer got back).
+ * is skipped; a 400 is a violation (the position is one the producer got back), as is any other 4xx.
  */
 import type { Replica } from './cluster.js';
 import type { Invariants, Memory } from './invariants.js';
@@ -103,9 +103,7 @@ export class OwnWrites {
         await sleep(1000 * Number(answer.headers['retry-after'] ?? 1));
         continue;
       }
-      invariants.status(name, `organization ${org}'s page at a built position`, answer.status);
-      if (answer.status === 400)
-        invariants.violate(name, invariant, `${position} refused: ${JSON.stringify(answer.body)}`);
+      invariants.permanentKeyStatus(name, `organization ${org}'s page at ${position}`, answer, invariant);
       if (answer.status !== 200) return String(answer.status);
       const given = givenPosition(answer.headers['x-read-position'], position);
       if ('problem' in given) invariants.violate(name, invariant, `at ${position}: ${given.problem}`);
