@@ -53,7 +53,13 @@ import {
   type DataSetOnBroker,
   type ServiceProcess,
 } from './lib.js';
-import { assertSameAnswers, compareAnswers, sampleRequests, type SampleSource } from './peers/compare.js';
+import {
+  assertSameAnswers,
+  compareAnswers,
+  encodedBytes,
+  sampleRequests,
+  type SampleSource,
+} from './peers/compare.js';
 import {
   cpuByRole,
   cpuSplitMs,
@@ -87,13 +93,13 @@ import {
   type Side,
   type Spread,
 } from './peers/rounds.js';
-import { requestSequence, writeSequence, type WrkRequest } from './peers/wrk.js';
+import { requestSequence, writeSequence, type SequenceFile, type WrkRequest } from './peers/wrk.js';
 import { counterProbe, note, phase } from './progress.js';
 import { type Figure } from './run.js';
 import { numericOptions, reportRun } from './cli.js';
 import { startFloorProcess, type FloorProcess } from './floor/process.js';
 import { floorKinds } from './floor/servers.js';
-import { ratiosToFloor, type FloorRatios } from './floor/ratios.js';
+import { ratiosTo, ratiosToFloor, type FloorRatios } from './floor/ratios.js';
 
 export interface PeerBenchOptions {
   data: BenchData;
@@ -126,6 +132,11 @@ export interface PeerBenchOptions {
   rebuild?: boolean;
   /** the service's LOG_LEVEL while it serves the API phase; default `info`, the service's own (its ingest is at `warn`) */
   serviceLogLevel?: string;
+  /**
+   * the service asked with `Accept-Encoding: br` as a side of its own (`service-br`), the same
+   * requests otherwise: its CPU per request ÷ the service's in each round, and the bytes it saves
+   */
+  brotli?: boolean;
 }
 
 export interface SideFigures {
@@ -142,6 +153,8 @@ export interface SideFigures {
   /** peaks over ingest and the API loads, MB, of the side's process trees (RSS summed; PSS summed) */
   peakRssMb: number;
   peakPssMb: number;
+  /** the peak of the trees' anonymous resident memory (RssAnon summed), MB */
+  peakAnonMb?: number;
   /** the model on disk: the service's data directory; the peer's database (pg_database_size) */
   diskBytes: number;
   /** the machine's 1-minute load average during the side's ingest and rebuild (2 cores, shared) */
@@ -167,6 +180,11 @@ export interface PeerBenchResults {
   api: { orders: RoundsResult; articles: RoundsResult };
   /** with `floor`: each side's CPU per request ÷ the floor's, per round, by endpoint and load */
   toFloor?: Record<Endpoint, Record<string, FloorRatios>>;
+  /** with `brotli`: the service asked for `br` ÷ asked for nothing, per round; the bytes it saves */
+  brotli?: {
+    toService: Record<Endpoint, Record<string, FloorRatios>>;
+    bytes: Record<Endpoint, Awaited<ReturnType<typeof encodedBytes>>>;
+  };
   ratios: Record<string, number | Spread | Record<string, Spread>>;
   goals: Record<string, { goal: string; value: number; met: boolean }>;
   explain: Partial<Record<PeerDesign, ExplainedCase[]>>;
@@ -550,7 +568,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       roots: () => [floor.child.pid ?? 0],
       checkpoint: () => Promise.resolve(checkpointModel(dataDir)),
     }));
-    const sides = [...floorSides, serviceSide, ...peerSides];
+    const brotliSide = (sequence: SequenceFile): Side => ({ ...serviceSide, name: 'service-br', sequence });
     const goalPeer = options.designs[0];
     /** the side whose warm-up sets the second fixed rate: the floor, else the slower of the service and the goal's peer */
     const secondRate = (warm: Record<string, Measure>): number =>
@@ -558,8 +576,21 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         ? warm['floor']!.rps
         : Math.min(warm['service']!.rps, goalPeer === undefined ? Infinity : warm[goalPeer]!.rps);
     const api = {} as PeerBenchResults['api'];
+    const sideNames: string[] = [];
     for (const endpoint of ['orders', 'articles'] as const) {
-      const sequence = writeSequence(requestSequence(loads[endpoint], 200_000, data.seed));
+      const drawn = requestSequence(loads[endpoint], 200_000, data.seed);
+      const sequence = writeSequence(drawn);
+      const asBrotli =
+        options.brotli === true
+          ? writeSequence(drawn.map((r) => ({ ...r, headers: { ...r.headers, 'accept-encoding': 'br' } })))
+          : null;
+      const sides = [
+        ...floorSides,
+        serviceSide,
+        ...(asBrotli === null ? [] : [brotliSide(asBrotli)]),
+        ...peerSides,
+      ];
+      sideNames.splice(0, sideNames.length, ...sides.map((side) => side.name));
       try {
         api[endpoint] = await phase(`api ${endpoint}: ${options.rounds} rounds`, () =>
           runRounds(sides, {
@@ -579,12 +610,14 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         );
       } finally {
         sequence.remove();
+        asBrotli?.remove();
       }
     }
 
     Object.assign(service, {
       peakRssMb: serviceTracked.peaks().rss,
       peakPssMb: serviceTracked.peaks().pss,
+      peakAnonMb: serviceTracked.peaks().anon,
       diskBytes: directoryBytes(dataDir),
     });
     for (const [i, peer] of peers.entries()) {
@@ -595,6 +628,7 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       Object.assign(peer.figures, {
         peakRssMb: peerTracked[i]!.peaks().rss,
         peakPssMb: peerTracked[i]!.peaks().pss,
+        peakAnonMb: peerTracked[i]!.peaks().anon,
         diskBytes: Number(size?.bytes ?? 0),
         dataDirectoryBytes: directoryBytes(peer.postgres.dataDir),
       });
@@ -622,14 +656,22 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       ...(options.floor === true
         ? {
             toFloor: {
-              orders: ratiosToFloor(
-                api.orders,
-                sides.map((s) => s.name),
-              ),
-              articles: ratiosToFloor(
-                api.articles,
-                sides.map((s) => s.name),
-              ),
+              orders: ratiosToFloor(api.orders, sideNames),
+              articles: ratiosToFloor(api.articles, sideNames),
+            },
+          }
+        : {}),
+      ...(options.brotli === true
+        ? {
+            brotli: {
+              toService: {
+                orders: ratiosTo(api.orders, ['service-br'], 'service'),
+                articles: ratiosTo(api.articles, ['service-br'], 'service'),
+              },
+              bytes: {
+                orders: await encodedBytes(serviceOrigin, loads.orders.slice(0, 500)),
+                articles: await encodedBytes(serviceOrigin, loads.articles.slice(0, 500)),
+              },
             },
           }
         : {}),
@@ -723,6 +765,15 @@ function summarize(r: Omit<PeerBenchResults, 'ratios' | 'goals'>): PeerBenchResu
       };
     }
   }
+  for (const [endpoint, bySide] of Object.entries(r.brotli?.toService ?? {})) {
+    for (const [side, toService] of Object.entries(bySide)) {
+      goals[`${side}.${endpoint}ToService`] = {
+        goal: 'CPU per request asked for br ≤ 1.15 × asked for nothing, in the worst round, at every fixed rate',
+        value: toService.worstAtRates,
+        met: toService.worstAtRates <= 1.15,
+      };
+    }
+  }
   for (const [design, peer] of Object.entries(r.peers) as [PeerDesign, PeerSideFigures][]) {
     const per = (name: string): string => `${design}.${name}`;
     ratios[per('ingestEventsPerSecond')] = ratio(service.ingestEventsPerSecond, peer.ingestEventsPerSecond);
@@ -811,6 +862,20 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
           .join('; ')}; ${goal.goal}: ${goal.met ? 'met' : 'not met'} (worst ${goal.value})`,
       });
     }
+    const brotli = r.brotli?.toService[endpoint]['service-br'];
+    const bytes = r.brotli?.bytes[endpoint];
+    if (brotli !== undefined && bytes !== undefined) {
+      const goal = r.goals[`service-br.${endpoint}ToService`]!;
+      figures.push({
+        name: `the service asked for br ÷ asked for nothing: ${endpoint}, CPU per request`,
+        value: `br: closed loop ${cpuOf('service-br')}; ${rounds.offeredRates.map((o) => `at ${o} req/s ${cpuOf('service-br', o)}`).join('; ')}`,
+        baseline: `identity: closed loop ${cpuOf('service')}; bytes of ${bytes.requests} answers ${bytes.identityBytes} → ${bytes.brBytes} with br (${Math.round(bytes.saved * 1000) / 10} % saved)`,
+        ratio: brotli.closed.median,
+        target: `rounds: closed loop ${spreadText(brotli.closed)}; ${Object.entries(brotli.atRate)
+          .map(([offered, sp]) => `at ${offered} req/s ${spreadText(sp)}`)
+          .join('; ')}; ${goal.goal}: ${goal.met ? 'met' : 'not met'} (worst ${goal.value})`,
+      });
+    }
   }
   for (const [design, p] of Object.entries(r.peers) as [PeerDesign, PeerSideFigures][]) {
     const goal = (key: string): string => {
@@ -873,9 +938,9 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
     }
     figures.push(
       {
-        name: `${design} peer: peak memory of the process trees (PSS summed; RSS summed)`,
-        value: `service: ${s.peakPssMb} MB; ${s.peakRssMb} MB`,
-        baseline: `peer: ${p.peakPssMb} MB; ${p.peakRssMb} MB`,
+        name: `${design} peer: peak memory of the process trees (PSS summed; RSS summed; anonymous RSS summed)`,
+        value: `service: ${s.peakPssMb} MB; ${s.peakRssMb} MB; ${s.peakAnonMb ?? '?'} MB`,
+        baseline: `peer: ${p.peakPssMb} MB; ${p.peakRssMb} MB; ${p.peakAnonMb ?? '?'} MB`,
         ratio: ratioOf('peakPssMb'),
       },
       {
@@ -893,13 +958,13 @@ function figuresOf(data: BenchData, r: PeerBenchResults): Figure[] {
 const commands = {
   peer: {
     usage:
-      'usage: npm run bench:peer -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N]',
-    defaults: { rounds: 5, peers: 2 },
+      'usage: npm run bench:peer -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N] [--br 0|1]',
+    defaults: { rounds: 5, peers: 2, br: 0 },
   },
   floor: {
     usage:
-      'usage: npm run bench:floor -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N]',
-    defaults: { rounds: 3, peers: 0 },
+      'usage: npm run bench:floor -- [--orders N] [--seconds N] [--warmup N] [--connections N] [--rounds N] [--rate N] [--rate-connections N] [--peers 0|1|2] [--peer-concurrency N] [--br 0|1]',
+    defaults: { rounds: 3, peers: 0, br: 1 },
   },
 } as const;
 
@@ -926,6 +991,7 @@ export function runFromCommandLine(kind: keyof typeof commands): void {
       'rate-connections': 50,
       'peer-concurrency': 3,
       peers: command.defaults.peers,
+      br: command.defaults.br,
     },
     command.usage,
     { peers: 0 },
@@ -949,6 +1015,7 @@ export function runFromCommandLine(kind: keyof typeof commands): void {
     designs: (['competent', 'naive'] as const).slice(0, n.peers),
     floor,
     rebuild: !floor,
+    brotli: n.br === 1,
   };
   useBuiltService();
   buildPeer();

@@ -15,21 +15,30 @@ export interface FloorRatios {
 
 /** Each side's CPU per request ÷ the floor's, round by round, for every load of `rounds`. */
 export function ratiosToFloor(rounds: RoundsResult, sides: readonly string[]): Record<string, FloorRatios> {
+  return ratiosTo(rounds, sides, 'floor');
+}
+
+/** Each side's CPU per request ÷ the `base` side's, round by round (the service asked for `br` ÷ not). */
+export function ratiosTo(
+  rounds: RoundsResult,
+  sides: readonly string[],
+  base: string,
+): Record<string, FloorRatios> {
   const cpu = (m: Measure): number => m.serverCpuMicrosPerRequest;
   return Object.fromEntries(
     sides
-      .filter((side) => side !== 'floor')
+      .filter((side) => side !== base)
       .map((side) => {
         const atRate = Object.fromEntries(
           rounds.offeredRates.map((offered) => [
             String(offered),
-            roundRatios(rounds, side, 'floor', cpu, offered),
+            roundRatios(rounds, side, base, cpu, offered),
           ]),
         );
         return [
           side,
           {
-            closed: roundRatios(rounds, side, 'floor', cpu),
+            closed: roundRatios(rounds, side, base, cpu),
             atRate,
             worstAtRates: Math.max(...Object.values(atRate).map((s) => s.max)),
           },

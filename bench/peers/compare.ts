@@ -3,6 +3,7 @@
  * and JSON body) to a sample of requests of every kind. A benchmark of two servers that answer
  * differently would compare nothing.
  */
+import { get } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
 
 export interface SampleRequest {
@@ -122,6 +123,31 @@ export async function answerOf(origin: string, request: SampleRequest): Promise<
     body = text;
   }
   return { status: response.status, body };
+}
+
+/** Bytes on the wire of the answers to `requests`, asked without `Accept-Encoding` and with `br`. */
+export async function encodedBytes(
+  origin: string,
+  requests: readonly { path: string; key: string }[],
+): Promise<{ requests: number; identityBytes: number; brBytes: number; saved: number }> {
+  const bytesOf = (path: string, headers: Record<string, string>): Promise<number> =>
+    new Promise((resolve, reject) => {
+      get(`${origin}${path}`, { headers }, (response) => {
+        let bytes = 0;
+        response.on('data', (chunk: Buffer) => (bytes += chunk.length));
+        response.on('end', () => resolve(bytes));
+        response.on('error', reject);
+      }).on('error', reject);
+    });
+  let identityBytes = 0;
+  let brBytes = 0;
+  for (const request of requests) {
+    const authorization = `Bearer ${request.key}`;
+    identityBytes += await bytesOf(request.path, { authorization });
+    brBytes += await bytesOf(request.path, { authorization, 'accept-encoding': 'br' });
+  }
+  const saved = identityBytes === 0 ? 0 : Math.round((1 - brBytes / identityBytes) * 1000) / 1000;
+  return { requests: requests.length, identityBytes, brBytes, saved };
 }
 
 /** Every request whose two answers differ, described; empty when all agree. */

@@ -88,15 +88,30 @@ export function statusKb(pid: number, field: string): number {
   }
 }
 
-/** Resident memory of the trees now, MB: RSS summed (shared pages counted in each process) and PSS (shared pages split; null unless asked). */
-export function treeMemoryMb(roots: readonly number[], withPss = true): { rss: number; pss: number | null } {
+/**
+ * Resident memory of the trees now, MB: RSS summed (shared pages counted in each process), its
+ * anonymous part (`RssAnon`: heaps, arenas, stacks; not the file pages of a mapped model, which are
+ * the page cache's) and PSS (shared pages split; null unless asked).
+ */
+export function treeMemoryMb(
+  roots: readonly number[],
+  withPss = true,
+): { rss: number; anon: number; pss: number | null } {
   let rss = 0;
+  let anon = 0;
   let pss = 0;
   for (const p of processTree(roots)) {
-    rss += statusKb(p.pid, 'VmRSS');
+    let status = '';
+    try {
+      status = readFileSync(`/proc/${p.pid}/status`, 'utf8');
+    } catch {
+      continue;
+    }
+    rss += fieldKb(status, 'VmRSS');
+    anon += fieldKb(status, 'RssAnon');
     if (withPss) pss += statusKb(p.pid, 'Pss');
   }
-  return { rss: rss / 1024, pss: withPss ? pss / 1024 : null };
+  return { rss: rss / 1024, anon: anon / 1024, pss: withPss ? pss / 1024 : null };
 }
 
 /**
@@ -109,13 +124,14 @@ export function memoryPeaks(
   roots: () => readonly number[],
   intervalMs = 250,
   pssEveryMs = 5000,
-): { peaks: () => { rss: number; pss: number }; stop: () => void } {
-  const peak = { rss: 0, pss: 0 };
+): { peaks: () => { rss: number; anon: number; pss: number }; stop: () => void } {
+  const peak = { rss: 0, anon: 0, pss: 0 };
   let pssAt = 0;
   const sample = (withPss = Date.now() - pssAt >= pssEveryMs): void => {
     if (withPss) pssAt = Date.now();
     const now = treeMemoryMb(roots(), withPss);
     peak.rss = Math.max(peak.rss, now.rss);
+    peak.anon = Math.max(peak.anon, now.anon);
     peak.pss = Math.max(peak.pss, now.pss ?? 0);
   };
   sample(true);
@@ -123,7 +139,7 @@ export function memoryPeaks(
   return {
     peaks: () => {
       sample(true);
-      return { rss: Math.round(peak.rss), pss: Math.round(peak.pss) };
+      return { rss: Math.round(peak.rss), anon: Math.round(peak.anon), pss: Math.round(peak.pss) };
     },
     stop: () => clearInterval(timer),
   };

@@ -27,6 +27,8 @@ export interface Side {
   checkpoint: () => Promise<string>;
   /** started with each measured load; the function it returns gives what was observed, after it */
   observe?: () => () => Record<string, unknown>;
+  /** what this side is sent instead of the plan's sequence: the same requests with other headers */
+  sequence?: SequenceFile;
 }
 
 /** One load on one side: wrk's figures of it, with what the side's processes spent. */
@@ -108,7 +110,7 @@ export async function measure(
   const before = treeCpuMs(side.roots());
   const readBefore = treeDiskReadBytes(side.roots());
   const harnessBefore = process.cpuUsage();
-  const r = await wrk(side.origin, plan.sequence, seconds, connections, {
+  const r = await wrk(side.origin, side.sequence ?? plan.sequence, seconds, connections, {
     ...(rate === null ? {} : { rate }),
     threads: plan.threads ?? 1,
   });
