@@ -25,8 +25,9 @@ describe.concurrent('the randomized fault campaign', () => {
         );
         expect(violations, formatReport(report)).toEqual([]);
         // It did something: beside three other test files on two cores, a one-minute seed has made
-        // 5 to 28 steps, a replica catching up by replay among them.
-        expect(report.steps.length).toBeGreaterThanOrEqual(3);
+        // 2 to 28 steps (2 when it drew a rebuild and a skipped inflating batch, slow steps since
+        // the caller also walks, waits and builds positions), a replica catching up by replay among them.
+        expect(report.steps.length).toBeGreaterThanOrEqual(2);
       },
       (minutes * 60 + 300) * 1000,
     );
