@@ -48,7 +48,7 @@ export interface WaitCounts {
   changeCovered: number;
   /** 503s: a replica that had not reached the caller's position */
   notReached: number;
-  /** held requests whose change another request saw applied early enough to hold them to a prompt wake */
+  /** held 200s after a change published during their wait, watched by another request for a prompt wake */
   wakeChecked: number;
 }
 
@@ -172,9 +172,10 @@ export class CallerWaits {
       const problem = covered ? change?.shownIn((answer.body as { data: Row[] }).data) : null;
       if (problem !== null && problem !== undefined)
         invariants.violate(name, 'a change within the position is shown', `${said}: ${problem}`);
-      if (applied !== undefined && seen !== null && timing.answeredAt !== null) {
+      if (applied !== undefined && change !== null) {
+        // watched: answered before the watcher saw its change applied, or within the slack after
         this.counts.wakeChecked += 1;
-        const late = Math.round(timing.answeredAt - seen);
+        const late = seen === null || timing.answeredAt === null ? 0 : Math.round(timing.answeredAt - seen);
         if (late > wakeSlackMs)
           invariants.violate(
             name,

@@ -1489,7 +1489,7 @@ function callerFeatures(report: CampaignReport): string {
   const { walks: k, waits: w, ownWrites: o } = report;
   return [
     `cursor walks ${k.walks} (${k.complete} complete, ${k.unsettled} begun behind the log's end): ${k.pages} pages, ${k.inserted} orders created meanwhile, ${k.heldSeen} orders held to be seen, ${k.notReached} not reached`,
-    `waits ${w.asked}: ${w.changed} 200, ${w.notModified} 304 (${w.held} held; ${w.samePosition} 304s compared at their own position; ${w.changeCovered} past a change published meanwhile; ${w.wakeChecked} held to a prompt wake), ${w.notReached} not reached`,
+    `waits ${w.asked}: ${w.changed} 200, ${w.notModified} 304 (${w.held} held; ${w.samePosition} 304s compared at their own position; ${w.changeCovered} past a change published meanwhile; ${w.wakeChecked} 200s watched for a prompt wake), ${w.notReached} not reached`,
     `built positions: ${o.published} orders published, ${o.held} answers held to them, ${o.notReached} not reached, ${o.skipped} replicas skipped`,
   ].join('; ');
 }
