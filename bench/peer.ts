@@ -576,7 +576,12 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         ? warm['floor']!.rps
         : Math.min(warm['service']!.rps, goalPeer === undefined ? Infinity : warm[goalPeer]!.rps);
     const api = {} as PeerBenchResults['api'];
-    const sideNames: string[] = [];
+    const sideNames = [
+      ...floorSides.map((side) => side.name),
+      serviceSide.name,
+      ...(options.brotli === true ? ['service-br'] : []),
+      ...peerSides.map((side) => side.name),
+    ];
     for (const endpoint of ['orders', 'articles'] as const) {
       const drawn = requestSequence(loads[endpoint], 200_000, data.seed);
       const sequence = writeSequence(drawn);
@@ -590,7 +595,6 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         ...(asBrotli === null ? [] : [brotliSide(asBrotli)]),
         ...peerSides,
       ];
-      sideNames.splice(0, sideNames.length, ...sides.map((side) => side.name));
       try {
         api[endpoint] = await phase(`api ${endpoint}: ${options.rounds} rounds`, () =>
           runRounds(sides, {
@@ -614,10 +618,11 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
       }
     }
 
+    const servicePeaks = serviceTracked.peaks();
     Object.assign(service, {
-      peakRssMb: serviceTracked.peaks().rss,
-      peakPssMb: serviceTracked.peaks().pss,
-      peakAnonMb: serviceTracked.peaks().anon,
+      peakRssMb: servicePeaks.rss,
+      peakPssMb: servicePeaks.pss,
+      peakAnonMb: servicePeaks.anon,
       diskBytes: directoryBytes(dataDir),
     });
     for (const [i, peer] of peers.entries()) {
@@ -625,10 +630,11 @@ export async function runPeerBench(options: PeerBenchOptions): Promise<{
         database,
         'SELECT pg_database_size(current_database()) AS bytes',
       );
+      const peerPeaks = peerTracked[i]!.peaks();
       Object.assign(peer.figures, {
-        peakRssMb: peerTracked[i]!.peaks().rss,
-        peakPssMb: peerTracked[i]!.peaks().pss,
-        peakAnonMb: peerTracked[i]!.peaks().anon,
+        peakRssMb: peerPeaks.rss,
+        peakPssMb: peerPeaks.pss,
+        peakAnonMb: peerPeaks.anon,
         diskBytes: Number(size?.bytes ?? 0),
         dataDirectoryBytes: directoryBytes(peer.postgres.dataDir),
       });
