@@ -85,7 +85,7 @@ export async function buildApp(deps: AppDeps, options: FastifyServerOptions = {}
   );
   app.setSerializerCompiler(responseSerializerCompiler());
   await openApi(app);
-  await compression(app, deps.compression);
+  compression(app, deps.compression);
   observability(app, deps.metrics, deps.requests);
   errorHandling(app, authenticated);
   const changes = new ChangeWaits(

@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { compressionSettings } from '../../src/http/plugins/compression.js';
+import { acceptedEncoding, compressionSettings } from '../../src/http/plugins/compression.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
@@ -95,6 +95,54 @@ describe('response compression', () => {
     const br = await get('/openapi.json', { 'accept-encoding': 'br' });
     expect(br.headers['content-encoding']).toBe('br');
     expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
+  });
+});
+
+describe('Accept-Encoding', () => {
+  it.each([
+    [undefined, undefined],
+    ['', undefined],
+    ['identity', undefined],
+    ['deflate', undefined],
+    ['br', 'br'],
+    ['gzip', 'gzip'],
+    ['x-gzip', 'gzip'],
+    ['GZIP, BR', 'br'],
+    ['gzip, deflate, br, zstd', 'br'],
+    ['*', 'br'],
+    ['br;q=0, *', 'gzip'],
+    ['br;q=0, gzip;q=0', undefined],
+    ['*;q=0', undefined],
+    ['br;q=0.5, gzip;q=0.8', 'gzip'],
+    ['br;q=0.8, gzip;q=0.8', 'br'],
+    ['gzip;q=1.0, br;q=0.999', 'gzip'],
+    [' br ; q = 0.2 , gzip ; q=0.1', 'br'],
+    ['br;q=abc, gzip', 'gzip'],
+    ['br;q=2, gzip', 'gzip'],
+    ['br;level=3', 'br'],
+    ['gzip;q=0, *;q=0.3', 'br'],
+    ['bro, gzipped', undefined],
+  ])('%j asks for %j', (header, encoding) => {
+    expect(acceptedEncoding(header)).toBe(encoding);
+  });
+
+  it('answers each request as its own header asks, however often a value is repeated', async () => {
+    for (let i = 0; i < 3; i += 1) {
+      for (const [header, encoding] of [
+        ['br;q=0, gzip', 'gzip'],
+        ['gzip;q=0', undefined],
+        ['br', 'br'],
+      ] as const) {
+        expect(
+          (await get('/orders?limit=50', { 'accept-encoding': header })).headers['content-encoding'],
+        ).toBe(encoding);
+      }
+    }
+    // values past what is kept are read each time, and still answered right
+    const long = `${'x'.repeat(300)}, gzip`;
+    expect((await get('/orders?limit=50', { 'accept-encoding': long })).headers['content-encoding']).toBe(
+      'gzip',
+    );
   });
 });
 
