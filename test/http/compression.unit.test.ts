@@ -2,7 +2,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { acceptedEncoding, compressionSettings } from '../../src/http/plugins/compression.js';
+import { acceptedEncoding, compressionSettings, KeptBodies } from '../../src/http/plugins/compression.js';
 import { ReadModelReader } from '../../src/read-model/reader.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
 import { at, orderCreated } from '../helpers/events.js';
@@ -95,6 +95,50 @@ describe('response compression', () => {
     const br = await get('/openapi.json', { 'accept-encoding': 'br' });
     expect(br.headers['content-encoding']).toBe('br');
     expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
+  });
+});
+
+describe('compressed answers kept by tag', () => {
+  it('sends the kept body while the tag stands, and a new one once the answer changes', async () => {
+    const first = await get('/orders?limit=50', { 'accept-encoding': 'br' });
+    const again = await get('/orders?limit=50', { 'accept-encoding': 'br' });
+    expect(again.rawPayload.equals(first.rawPayload)).toBe(true);
+    expect(again.headers['etag']).toBe(first.headers['etag']);
+    // another query of the same organization has its own tag, so its own body
+    const other = await get('/orders?limit=40', { 'accept-encoding': 'br' });
+    expect(JSON.parse(brotliDecompressSync(other.rawPayload).toString())).toEqual(
+      (await get('/orders?limit=40')).json(),
+    );
+    model.apply(
+      orderCreated({ order_id: 1000, organization_id: 1, status: 'finished', created_at: at(1000) }),
+    );
+    const changed = await get('/orders?limit=50', { 'accept-encoding': 'br' });
+    expect(changed.headers['etag']).not.toBe(first.headers['etag']);
+    const shown = JSON.parse(brotliDecompressSync(changed.rawPayload).toString()) as {
+      data: { id: number }[];
+      total: number;
+    };
+    expect(shown).toEqual((await get('/orders?limit=50')).json());
+    expect([shown.data[0]?.id, shown.total]).toEqual([1000, 61]);
+    // gzip is kept apart from brotli under the same tag
+    const gzip = await get('/orders?limit=50', { 'accept-encoding': 'gzip' });
+    expect(JSON.parse(gunzipSync(gzip.rawPayload).toString())).toEqual(shown);
+  });
+
+  it('keeps at most its bound in bytes, the least recently used going first', () => {
+    const kept = new KeptBodies(100);
+    const body = (n: number) => Buffer.alloc(n, 1);
+    kept.set('a', body(39));
+    kept.set('b', body(39));
+    expect(kept.size).toEqual({ entries: 2, bytes: 80 });
+    expect(kept.get('a')?.length).toBe(39); // a is now the most recently used
+    kept.set('c', body(39));
+    expect([kept.get('a')?.length, kept.get('b'), kept.get('c')?.length]).toEqual([39, undefined, 39]);
+    expect(kept.size.bytes).toBeLessThanOrEqual(100);
+    kept.set('d', body(200)); // larger than the bound: not kept, nothing dropped for it
+    expect([kept.get('d'), kept.size.entries]).toEqual([undefined, 2]);
+    kept.set('e', body(99));
+    expect([kept.size.entries, kept.size.bytes, kept.get('a')]).toEqual([1, 100, undefined]);
   });
 });
 

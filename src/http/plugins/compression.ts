@@ -9,6 +9,11 @@
  * points of quality 4's bytes at about a third of its CPU, which keeps a caller asking for `br`
  * within 15 % of the CPU of one asking for nothing.
  *
+ * A compressed answer is kept by its encoding and entity tag, in a bounded store of each request
+ * thread: a tag names one body (`conditional.ts`: the digest of what the answer shows, with every
+ * parameter of the query), the rule that already lets a 304 stand for the body. A caller asking
+ * again for an unchanged answer costs no compression.
+ *
  * Only answers sent through `reply.compress` (`serializer.ts`) are compressed: errors and 304s
  * never are. `Vary` is set with the validators (`conditional.ts`), on every 200 and 304.
  */
@@ -20,12 +25,15 @@ export interface CompressionSettings {
   threshold: number;
   brotliQuality: number;
   gzipLevel: number;
+  /** bytes of compressed answers a request thread keeps by tag (0: none kept) */
+  keptBytes: number;
 }
 
 export const compressionSettings: CompressionSettings = {
   threshold: 1024,
   brotliQuality: 1,
   gzipLevel: 1,
+  keptBytes: 4 * 1024 * 1024,
 };
 
 export type Encoding = 'br' | 'gzip';
@@ -96,11 +104,56 @@ export function compressors(settings: CompressionSettings): Record<Encoding, (bo
   };
 }
 
+/**
+ * Compressed bodies by key, at most `maxBytes` of them: the least recently used go first. A body
+ * larger than the bound is not kept.
+ */
+export class KeptBodies {
+  private readonly bodies = new Map<string, Buffer>();
+  private bytes = 0;
+  constructor(private readonly maxBytes: number) {}
+
+  get(key: string): Buffer | undefined {
+    const body = this.bodies.get(key);
+    if (body !== undefined) {
+      this.bodies.delete(key);
+      this.bodies.set(key, body);
+    }
+    return body;
+  }
+
+  set(key: string, body: Buffer): void {
+    const cost = body.length + key.length;
+    if (cost > this.maxBytes || this.bodies.has(key)) return;
+    for (const [oldest, old] of this.bodies) {
+      if (this.bytes + cost <= this.maxBytes) break;
+      this.bodies.delete(oldest);
+      this.bytes -= old.length + oldest.length;
+    }
+    this.bodies.set(key, body);
+    this.bytes += cost;
+  }
+
+  get size(): { entries: number; bytes: number } {
+    return { entries: this.bodies.size, bytes: this.bytes };
+  }
+}
+
 export function compression(app: FastifyInstance, settings: CompressionSettings = compressionSettings): void {
   const compress = compressors(settings);
+  const kept = new KeptBodies(settings.keptBytes);
   app.decorateReply('compress', function (this: FastifyReply, json: string): FastifyReply {
     const encoding = encodingOf(this.request.headers['accept-encoding']);
     if (encoding === undefined || Buffer.byteLength(json) < settings.threshold) return this.send(json);
-    return this.header('content-encoding', encoding).send(compress[encoding](Buffer.from(json)));
+    void this.header('content-encoding', encoding);
+    const tag = this.getHeader('etag');
+    if (typeof tag !== 'string') return this.send(compress[encoding](Buffer.from(json)));
+    const key = `${encoding} ${tag}`;
+    let body = kept.get(key);
+    if (body === undefined) {
+      body = compress[encoding](Buffer.from(json));
+      kept.set(key, body);
+    }
+    return this.send(body);
   });
 }
