@@ -30,8 +30,15 @@ export interface KeysStoreOptions {
 /** The streams the keys store's consumer reads: those the registry says feed it (`schemas/streams.ts`). */
 export const keysStoreRoles: readonly TopicRole[] = rolesOfStore('keys');
 
-/** How long an empty fetch of the keys may be held by the broker: a fetch comes back this often. */
-export const keysFetchMaxWaitMs = 500;
+/**
+ * How long an empty fetch of the keys may be held by the broker, so how often a fetch comes back
+ * when nothing is published: a third of the stall bound, so that a live consumer fetches at least
+ * three times within it, and at most 1 s. A revocation is not delayed by it: the broker answers a
+ * held fetch as soon as a record arrives.
+ */
+export function keysFetchMaxWaitMs(stallMs: number): number {
+  return Math.max(10, Math.min(1000, Math.floor(stallMs / 3)));
+}
 export const keysBackoff: Backoff = { initialMs: 200, maxMs: 2000 };
 /** A start of the keys consumer still under way after this long is given up and tried again. */
 export const keysStartTimeoutMs = 30_000;

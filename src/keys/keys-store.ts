@@ -106,7 +106,7 @@ export class KeysStore {
           groupId: groupOfStart(`${this.options.groupId}.keys`, clock.now(), this.starts),
           roles: keysStoreRoles,
           giveWay: new Int32Array(new SharedArrayBuffer(4)),
-          fetchMaxWaitMs: keysFetchMaxWaitMs,
+          fetchMaxWaitMs: keysFetchMaxWaitMs(stallMs),
           commits: this.commits,
           onFetched: () => {
             this.fetchedAt = clock.now();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { keysPatienceMs, keysStartTimeoutMs } from '../../src/keys/keys-options.js';
+import { keysFetchMaxWaitMs, keysPatienceMs, keysStartTimeoutMs } from '../../src/keys/keys-options.js';
 
 describe("the keys consumer's patience", () => {
   it('is KEYS_STALL_MS at first, doubles for each consumer replaced in a row without a fetch, and stops at the start timeout', () => {
@@ -13,5 +13,17 @@ describe("the keys consumer's patience", () => {
   it('is never shorter than KEYS_STALL_MS, even when that is longer than the start timeout', () => {
     expect(keysPatienceMs(60_000, 0)).toBe(60_000);
     expect(keysPatienceMs(60_000, 3)).toBe(60_000);
+  });
+});
+
+describe("the keys consumer's empty fetches", () => {
+  it('come back at least three times within KEYS_STALL_MS, and at least once a second', () => {
+    expect([3000, 6000, 600_000].map(keysFetchMaxWaitMs)).toEqual([1000, 1000, 1000]);
+    expect([1500, 300, 100].map(keysFetchMaxWaitMs)).toEqual([500, 100, 33]);
+    for (const stallMs of [1, 2, 29, 30, 31, 2999, 3001]) {
+      const wait = keysFetchMaxWaitMs(stallMs);
+      expect(wait).toBeGreaterThanOrEqual(10);
+      expect(wait <= stallMs / 3 || wait === 10).toBe(true);
+    }
   });
 });

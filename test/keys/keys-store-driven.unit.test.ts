@@ -179,7 +179,7 @@ describe('the keys store over a driven projector', () => {
       file: store.file,
       groupId: 'orders.keys.1000.1',
       roles: ['apiKeys'],
-      fetchMaxWaitMs: 500,
+      fetchMaxWaitMs: 66, // a third of the store's stall bound of 200 ms
     });
     expect(first.spec.commits).toBe(store.ref().commits);
     expect(first.spec.giveWay).toEqual(new Int32Array(1));
