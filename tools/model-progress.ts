@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { v3SchemaSqlFile, v3TablesAsCurrent } from '../projections/orders/compat/v3.js';
+import { previousSchemaSqlFile, previousVersion } from '../projections/orders/compat/readable.js';
 import { metaSql } from '../projections/orders/sql.js';
 import type { KafkaPort } from '../src/kafka/port.js';
 import { keysFile } from '../src/keys/keys-store.js';
@@ -52,9 +52,11 @@ export async function topicEndOffsets(
 }
 
 /**
- * Creates `file` as projection version 3 created its files, from that version's checked-in schema
- * (`projections/orders/compat/v3.schema.sql`, never faked from today's), holding the rows of the file
- * `from` of the current version, with the given change counters where the current version has digests.
+ * Creates `file` as the previous projection version created its files, from that version's
+ * checked-in schema (`projections/orders/compat/v<N-1>.schema.sql`, never faked from today's),
+ * holding the rows of the file `from` of the current version: each table both have, the columns
+ * both have. `counters`: version 3's change counters (`org_changes`, `order_changes`), where the
+ * current version has digests.
  */
 export function previousVersionFileFrom(
   from: string,
@@ -63,18 +65,32 @@ export function previousVersionFileFrom(
 ): void {
   const db = new Database(file);
   try {
-    db.exec(readFileSync(v3SchemaSqlFile, 'utf8'));
-    db.prepare(metaSql.insertProjectionVersion).run('3');
+    db.exec(readFileSync(previousSchemaSqlFile, 'utf8'));
+    db.prepare(metaSql.insertProjectionVersion).run(String(previousVersion));
     db.prepare('ATTACH DATABASE ? AS projected').run(from);
-    for (const table of v3TablesAsCurrent)
-      db.exec(`INSERT INTO main.${table} SELECT * FROM projected.${table}`);
-    db.exec(`INSERT INTO main.projection_meta
-      SELECT * FROM projected.projection_meta WHERE key <> 'projection_version'`);
+    const tables = db
+      .prepare(
+        `SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'
+          AND name IN (SELECT name FROM projected.sqlite_schema WHERE type = 'table')`,
+      )
+      .pluck()
+      .all() as string[];
+    const shared = db.prepare(
+      `SELECT name FROM pragma_table_info(?, 'main') WHERE name IN (SELECT name FROM pragma_table_info(?, 'projected'))`,
+    );
+    for (const table of tables) {
+      const columns = (shared.pluck().all(table, table) as string[]).map((c) => `"${c}"`).join(', ');
+      const where = table === 'projection_meta' ? ` WHERE key <> 'projection_version'` : '';
+      db.exec(`INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM projected.${table}${where}`);
+    }
     db.exec('DETACH DATABASE projected');
-    const count = db.prepare('INSERT INTO org_changes (org_id, changes) VALUES (?, ?)');
-    for (const [id, n] of Object.entries(counters.org ?? {})) count.run(Number(id), n);
-    const orderCount = db.prepare('INSERT INTO order_changes (order_id, changes) VALUES (?, ?)');
-    for (const [id, n] of Object.entries(counters.order ?? {})) orderCount.run(Number(id), n);
+    for (const [table, key, given] of [
+      ['org_changes', 'org_id', counters.org],
+      ['order_changes', 'order_id', counters.order],
+    ] as const) {
+      for (const [id, n] of Object.entries(given ?? {}))
+        db.prepare(`INSERT INTO ${table} (${key}, changes) VALUES (?, ?)`).run(Number(id), n);
+    }
   } finally {
     db.close();
   }

@@ -1,12 +1,13 @@
 /**
  * The statements a reader prepares, as the file's projection version says: the current version's,
- * or the previous version's (`projections/orders/compat/`), served read-only while its successor is
- * built. A file of any other version is refused here, before anything reads it.
+ * or the previous version's (`projections/orders/compat/`: by the columns the file has), served
+ * read-only while its successor is built. A file of any other version is refused here, before
+ * anything reads it.
  */
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/readable.js';
-import type { readSql } from '../../projections/orders/sql.js';
+import type { FileColumns, readSql } from '../../projections/orders/sql.js';
 import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
@@ -59,11 +60,18 @@ export function fileIdentity(db: ReadModelDatabase): string {
   return createHash('sha256').update(db.name).digest('base64url').slice(0, 10);
 }
 
+/** The columns the file has of the tables answers are read from. */
+export function fileColumnsOf(db: ReadModelDatabase): FileColumns {
+  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck();
+  const of = (table: string) => new Set(columns.all(table) as string[]);
+  return { orders: of('orders'), articles: of('articles') };
+}
+
 export function prepareReads(db: ReadModelDatabase, identity: () => string): ReadStatements {
   const version = projectionVersionOf(db);
   const layout = readLayoutOf(version);
   if (layout === null) throw new UnreadableProjectionVersion(db.name, version);
-  const { sql } = layout;
+  const sql = layout.sqlFor(fileColumnsOf(db));
   const prepare = (name: keyof typeof readSql): Statement => {
     const statement = db.prepare(sql[name]);
     return rawStatements.has(name) ? statement.raw(true) : statement;
