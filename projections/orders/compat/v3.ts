@@ -6,8 +6,8 @@
  * `v3.schema.sql`, which the tests create such a file from.
  *
  * The rule (projections/README.md): the code reads the current version and the previous one only.
- * This module and `v3.schema.sql` are deleted when version 5 ships (`readable.ts` stops the load
- * until they are); version 4 is then read by its columns.
+ * This module and `v3.schema.sql` are deleted when version 5 ships (a test fails until they are:
+ * `staleModules` in `readable.ts`); version 4 is then read by its columns.
  */
 import { readSqlFor, type ReadLayout } from '../sql.js';
 
