@@ -6,8 +6,7 @@
  *
  * Settings chosen from `npm run bench:compression` and `npm run bench:floor` (bench/README.md):
  * brotli at quality 11, its default, costs milliseconds per page; quality 1 saves within a few
- * points of quality 4's bytes at about a third of its CPU, which keeps a caller asking for `br`
- * within 15 % of the CPU of one asking for nothing.
+ * points of quality 4's bytes (about 80 % of a 50-order page) at a third to a half of its CPU.
  *
  * A compressed answer is kept by its encoding and entity tag, in a bounded store of each request
  * thread: a tag names one body (`conditional.ts`: the digest of what the answer shows, with every
