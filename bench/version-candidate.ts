@@ -16,6 +16,7 @@ import { API_PREFIX } from '../schemas/api.js';
 import type { TopicRole } from '../schemas/streams.js';
 import { ModelFiles } from '../src/read-model/files.js';
 import { runLoad, type LoadReport } from '../tools/load.js';
+import { memoryPeaks } from './peers/proc.js';
 import { markPreviousProjectionVersion } from '../tools/model-progress.js';
 import {
   benchBroker,
@@ -83,9 +84,15 @@ async function rebuild(
   dataDir: string,
   oldFile: string,
   env: Record<string, string> = {},
-): Promise<{ service: ServiceProcess; switched: Promise<number> }> {
+): Promise<{
+  service: ServiceProcess;
+  switched: Promise<number>;
+  /** the service's peak memory, MB, sampled from its start until the rebuilt model is served */
+  memory: Promise<{ rss: number; anon: number; pss: number }>;
+}> {
   const started = Date.now();
   const service = await startServiceProcess(brokers, topics, dataDir, env);
+  const sampler = memoryPeaks(() => [service.child.pid ?? 0]);
   const state = (await healthOf(service)).state;
   if (state !== 'catching_up_candidate')
     throw new Error(`expected the service to be catching up a candidate, it is ${state}`);
@@ -95,7 +102,12 @@ async function rebuild(
     30 * 60_000,
     20,
   ).then(() => Date.now() - started);
-  return { service, switched };
+  const memory = switched.then(
+    () => sampler.peaks(),
+    () => sampler.peaks(),
+  );
+  void memory.finally(() => sampler.stop());
+  return { service, switched, memory };
 }
 
 const ms = (value: number): string => `${value.toFixed(2)} ms`;
@@ -118,6 +130,7 @@ async function main(): Promise<void> {
 
     const rows: string[] = [];
     const ratios: Record<'default' | 'never', number[]> = { default: [], never: [] };
+    const anonPeaks: number[] = [];
     const modes = [
       { name: 'default' as const, label: 'gives way (default)', env: {} },
       { name: 'never' as const, label: 'CANDIDATE_WORK_SHARE=1', env: { CANDIDATE_WORK_SHARE: '1' } },
@@ -134,6 +147,8 @@ async function main(): Promise<void> {
         service = started.service;
         const during = await load(started.service, 30 * 60_000, started.switched);
         const tookMs = await started.switched;
+        const memory = await started.memory;
+        anonPeaks.push(memory.anon);
         const statuses = JSON.stringify(during.statuses);
         if (Object.keys(during.statuses).join() !== '200') {
           throw new Error(`answers during the rebuild: ${statuses}`);
@@ -141,10 +156,10 @@ async function main(): Promise<void> {
         const ratio = during.p99Ms / idle.p99Ms;
         ratios[mode.name].push(ratio);
         log(
-          `round ${round}, ${mode.label}: during the rebuild (${(tookMs / 1000).toFixed(1)} s) p50 ${ms(during.p50Ms)}, p99 ${ms(during.p99Ms)}, ratio ${ratio.toFixed(2)}`,
+          `round ${round}, ${mode.label}: during the rebuild (${(tookMs / 1000).toFixed(1)} s) p50 ${ms(during.p50Ms)}, p99 ${ms(during.p99Ms)}, ratio ${ratio.toFixed(2)}; peak anonymous RSS ${memory.anon} MB (RSS ${memory.rss}, PSS ${memory.pss})`,
         );
         rows.push(
-          `| ${round} | ${mode.label} | ${ms(idle.p50Ms)} / ${ms(idle.p99Ms)} | ${ms(during.p50Ms)} / ${ms(during.p99Ms)} | **${ratio.toFixed(2)}** | ${(tookMs / 1000).toFixed(1)} s | ${during.requests} |`,
+          `| ${round} | ${mode.label} | ${ms(idle.p50Ms)} / ${ms(idle.p99Ms)} | ${ms(during.p50Ms)} / ${ms(during.p99Ms)} | **${ratio.toFixed(2)}** | ${(tookMs / 1000).toFixed(1)} s | ${during.requests} | ${memory.anon} / ${memory.rss} |`,
         );
         const rebuilt = started.service;
         await waitUntil(
@@ -162,17 +177,21 @@ async function main(): Promise<void> {
     const quiet = await rebuild(broker.brokers, topics, dataDir, oldFile);
     service = quiet.service;
     const quietMs = await quiet.switched;
-    log(`a rebuild with no requests: ${(quietMs / 1000).toFixed(1)} s`);
+    const quietMemory = await quiet.memory;
+    anonPeaks.push(quietMemory.anon);
+    log(
+      `a rebuild with no requests: ${(quietMs / 1000).toFixed(1)} s; peak anonymous RSS ${quietMemory.anon} MB (RSS ${quietMemory.rss})`,
+    );
 
     console.log(
       [
         `version candidate under requests, ${new Date().toISOString()}, Node ${process.version}, ${produced.messages} messages (${orders} orders)`,
         '',
-        '| round | rebuild | idle p50 / p99 | during the rebuild p50 / p99 | p99 ratio | rebuild until served | requests during |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
+        '| round | rebuild | idle p50 / p99 | during the rebuild p50 / p99 | p99 ratio | rebuild until served | requests during | peak anonymous / RSS, MB |',
+        '| --- | --- | --- | --- | --- | --- | --- | --- |',
         ...rows,
         '',
-        `worst p99 ratio: ${Math.max(...ratios.default).toFixed(2)} giving way (goal ≤ 2), ${Math.max(...ratios.never).toFixed(2)} with CANDIDATE_WORK_SHARE=1; the rebuild with no requests took ${(quietMs / 1000).toFixed(1)} s`,
+        `worst p99 ratio: ${Math.max(...ratios.default).toFixed(2)} giving way (goal ≤ 2), ${Math.max(...ratios.never).toFixed(2)} with CANDIDATE_WORK_SHARE=1; the rebuild with no requests took ${(quietMs / 1000).toFixed(1)} s; the service's peak anonymous RSS while a candidate caught up: ${Math.max(...anonPeaks)} MB (goal ≤ 300)`,
       ].join('\n'),
     );
   } finally {
