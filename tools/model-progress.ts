@@ -55,8 +55,9 @@ export async function topicEndOffsets(
  * Creates `file` as the previous projection version created its files, from that version's
  * checked-in schema (`projections/orders/compat/v<N-1>.schema.sql`, never faked from today's),
  * holding the rows of the file `from` of the current version: each table both have, the columns
- * both have. `counters`: version 3's change counters (`org_changes`, `order_changes`), where the
- * current version has digests.
+ * both have (the digests included, as the current version computes them). `counters`: version 3's
+ * change counters (`org_changes`, `order_changes`), where the current version has digests; only a
+ * file of version 3 has those tables.
  */
 export function previousVersionFileFrom(
   from: string,
@@ -80,6 +81,7 @@ export function previousVersionFileFrom(
     );
     for (const table of tables) {
       const columns = (shared.pluck().all(table, table) as string[]).map((c) => `"${c}"`).join(', ');
+      if (columns === '') continue;
       const where = table === 'projection_meta' ? ` WHERE key <> 'projection_version'` : '';
       db.exec(`INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM projected.${table}${where}`);
     }

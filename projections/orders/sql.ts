@@ -3,7 +3,13 @@
  * executes these; it writes no SQL of its own against these tables. The keys store's table has its
  * own (`projections/keys/sql.ts`); the positions, dead letters and version below serve both stores.
  */
-import { answerColumns, articleFields, articleListOrderFields, orderFields } from './answers.js';
+import {
+  answerColumns,
+  articleFields,
+  articleListOrderFields,
+  orderFields,
+  type FieldSpec,
+} from './answers.js';
 import { DAY_MS } from './listing.js';
 import { PROJECTION_VERSION } from './schema.js';
 import { articleColumns, orderColumns } from './rows.js';
@@ -142,6 +148,43 @@ export interface FileColumns {
   articles: ReadonlySet<string>;
 }
 
+/**
+ * The answers' columns a file may lack: those of text fields, shown as `null` (a field added as
+ * text is declared nullable). An id, a status or a timestamp has no `null` on the wire, so a file
+ * lacking one is read only by a compat module of its version.
+ */
+const lackable: ReadonlySet<string> = new Set(
+  [orderFields, articleListOrderFields, articleFields].flatMap((fields) =>
+    Object.values(fields as Readonly<Record<string, FieldSpec<string>>>)
+      .filter((spec) => spec.format === 'text' && spec.orElse === undefined)
+      .map((spec) => spec.column),
+  ),
+);
+
+/** The answers' columns each table has: what a file is checked against. */
+const answerTables = {
+  orders: [...new Set([...answerColumns(orderFields), ...answerColumns(articleListOrderFields)])],
+  articles: answerColumns(articleFields),
+} as const;
+
+/**
+ * The answers' columns `file` lacks, as `table.column`. A lacked column that is not text throws:
+ * the file is then not read by its columns.
+ */
+export function lackedAnswerColumns(file: FileColumns): string[] {
+  const lacked = (Object.keys(answerTables) as (keyof FileColumns)[]).flatMap((table) =>
+    answerTables[table].filter((column) => !file[table].has(column)).map((column) => `${table}.${column}`),
+  );
+  for (const name of lacked) {
+    if (!lackable.has(name.split('.')[1] ?? '')) {
+      throw new Error(
+        `the file lacks ${name}, which is not a text column and cannot be shown as null: reading its version needs a compat module (projections/orders/compat/)`,
+      );
+    }
+  }
+  return lacked;
+}
+
 /** `columns`, each as `prefix` + its name, or NULL where `has` says the file lacks it. */
 function selectList(columns: readonly string[], has: ReadonlySet<string> | undefined, prefix = ''): string[] {
   return columns.map((column) => (has === undefined || has.has(column) ? `${prefix}${column}` : 'NULL'));
@@ -160,13 +203,15 @@ const beforeKey = `AND ${listingKey} > ${keyParams}
 
 /**
  * The read statements, selecting the answers' columns (`answerColumns`: the reader maps them by
- * position). Given a file's columns (`file`), a column an answer shows and the file lacks is read
- * as NULL: a field added by the current version is shown as `null` from the previous version's
- * file while its successor is built, with no module for that version. The listing's key
+ * position). Given a file's columns (`file`), a text column an answer shows and the file lacks is
+ * read as NULL: a text field added by the current version is shown as `null` from the previous
+ * version's file while its successor is built, with no module for that version (any other column
+ * lacked throws, `lackedAnswerColumns`). The listing's key
  * (`created_at_ms`, `created_at_sub`, `order_id`), `org_id`, `listed_status` and the articles'
  * `removed` and `published_at_ms` are read as they are: every version read has them.
  */
 export function readSqlFor(file?: FileColumns) {
+  if (file !== undefined) lackedAnswerColumns(file);
   const orderListColumns = selectList(answerColumns(orderFields), file?.orders).join(', ');
   /** The order's columns and then its articles' (`articlesOfOrder`). */
   const articleListColumns = [
@@ -252,7 +297,8 @@ export interface ReadLayout {
 
 export const currentLayout: ReadLayout = {
   version: PROJECTION_VERSION,
-  sqlFor: () => readSql,
+  // a file of this version has every column (`readSqlFor` then writes `readSql` as it is)
+  sqlFor: readSqlFor,
   tagNamesFile: false,
 };
 

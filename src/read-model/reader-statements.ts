@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/readable.js';
-import type { FileColumns, readSql } from '../../projections/orders/sql.js';
+import { lackedAnswerColumns, type FileColumns, type readSql } from '../../projections/orders/sql.js';
 import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
@@ -71,7 +71,11 @@ export function prepareReads(db: ReadModelDatabase, identity: () => string): Rea
   const version = projectionVersionOf(db);
   const layout = readLayoutOf(version);
   if (layout === null) throw new UnreadableProjectionVersion(db.name, version);
-  const sql = layout.sqlFor(fileColumnsOf(db));
+  const columns = fileColumnsOf(db);
+  const sql = layout.sqlFor(columns);
+  // An answer with a column read as NULL differs from the successor's under the same digests:
+  // its tags name the file, so that neither a 304 nor a kept body ever stands for the other.
+  const namesFile = layout.tagNamesFile || lackedAnswerColumns(columns).length > 0;
   const prepare = (name: keyof typeof readSql): Statement => {
     const statement = db.prepare(sql[name]);
     return rawStatements.has(name) ? statement.raw(true) : statement;
@@ -90,7 +94,7 @@ export function prepareReads(db: ReadModelDatabase, identity: () => string): Rea
   return {
     queries,
     digests: { orgDigest: db.prepare(sql.orgDigest), orderDigest: db.prepare(sql.orderDigest) },
-    digestPrefix: layout.tagNamesFile ? `${identity()}.` : '',
+    digestPrefix: namesFile ? `${identity()}.` : '',
     perDay: { ordersPerDay: prepare('ordersPerDay'), ordersPerDayByStatus: prepare('ordersPerDayByStatus') },
   };
 }

@@ -1,4 +1,4 @@
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
+import { brotliCompressSync, brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
@@ -90,10 +90,11 @@ describe('response compression', () => {
     expect(errors[0]?.json()).toMatchObject({ error: 'Not Found' });
   });
 
-  it('compresses the OpenAPI document when asked', async () => {
+  it('compresses the OpenAPI document when asked, with Vary on it as on every answer', async () => {
     const plain = await get('/openapi.json');
     const br = await get('/openapi.json', { 'accept-encoding': 'br' });
     expect(br.headers['content-encoding']).toBe('br');
+    expect([plain.headers['vary'], br.headers['vary']]).toEqual(['accept-encoding', 'accept-encoding']);
     expect(JSON.parse(brotliDecompressSync(br.rawPayload).toString())).toEqual(plain.json());
   });
 });
@@ -139,6 +140,16 @@ describe('compressed answers kept by tag', () => {
     expect([kept.get('d'), kept.size.entries]).toEqual([undefined, 2]);
     kept.set('e', body(99));
     expect([kept.size.entries, kept.size.bytes, kept.get('a')]).toEqual([1, 100, undefined]);
+  });
+
+  it('keeps each body in memory of its own, not the far larger buffer node:zlib returns a view of', () => {
+    const compressed = brotliCompressSync(Buffer.from('x'.repeat(3000)));
+    expect(compressed.buffer.byteLength).toBeGreaterThan(compressed.length * 100);
+    const kept = new KeptBodies(1000);
+    kept.set('k', compressed);
+    const held = kept.get('k')!;
+    expect(held.equals(compressed)).toBe(true);
+    expect(held.buffer.byteLength).toBe(compressed.length);
   });
 });
 

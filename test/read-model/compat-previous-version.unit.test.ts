@@ -14,7 +14,8 @@ import { previousVersionFileFrom } from '../../tools/model-progress.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 import { compatModules, previousLayoutOf, staleModules } from '../../projections/orders/compat/readable.js';
-import { byColumns } from '../../projections/orders/sql.js';
+import { byColumns, lackedAnswerColumns, readSql, readSqlFor } from '../../projections/orders/sql.js';
+import { articleColumns, orderColumns } from '../../projections/orders/rows.js';
 import { v3 } from '../../projections/orders/compat/v3.js';
 
 /**
@@ -118,9 +119,51 @@ describe('the modules of older versions', () => {
   it('read the previous version by its columns alone where it has no module of its own', () => {
     expect(previousLayoutOf([], 7)).toMatchObject({ version: 7, tagNamesFile: false });
     expect(previousLayoutOf([v3], 3)).toBe(v3);
-    expect(byColumns(7).sqlFor({ orders: new Set(), articles: new Set() }).listOrders).toMatch(
-      /^SELECT NULL, NULL, NULL, NULL, NULL, created_at_sub FROM orders/,
+    const lacking = {
+      orders: new Set(orderColumns.filter((column) => column !== 'title')),
+      articles: new Set(articleColumns),
+    };
+    expect(byColumns(7).sqlFor(lacking).listOrders).toMatch(
+      /^SELECT order_id, NULL, listed_status, distribution_ms, created_at_ms, created_at_sub FROM orders/,
     );
+    expect(byColumns(7).sqlFor(lacking).articlesOfOrder).toMatch(/^SELECT o\.order_id, NULL, a\.article_id/);
+  });
+
+  it('name the file in the tags of a file read with a column as null, which the successor shows', () => {
+    const dir = tempDir('compat-tags');
+    const file = join(dir, 'lacking.sqlite');
+    const { apply, db } = memoryReadModel(openReadModel(file));
+    apply(orderCreated({ order_id: 1, created_at: at(1) }), articlePublished({ article_id: 2, order_id: 1 }));
+    const whole = new ReadModelReader(db);
+    const digest = whole.orderDigest(1);
+    expect(digest).not.toContain(fileIdentity(db));
+    db.exec('DROP INDEX articles_of_order; ALTER TABLE articles DROP COLUMN website_domain');
+    const lacking = new ReadModelReader(db);
+    expect(lacking.orderDigest(1)).toBe(`${fileIdentity(db)}.${digest}`);
+    expect(lacking.articlesOfOrder(1, 1)?.articles[0]?.website_domain).toBeNull();
+    db.close();
+  });
+
+  it('read only a text column as null: a file lacking any other answer column needs a module', () => {
+    const every = { orders: new Set(orderColumns), articles: new Set(articleColumns) };
+    const without = (table: 'orders' | 'articles', column: string) => ({
+      ...every,
+      [table]: new Set([...every[table]].filter((c) => c !== column)),
+    });
+    expect(lackedAnswerColumns(every)).toEqual([]);
+    expect(readSqlFor(every)).toEqual(readSql); // a whole file is read as ever
+    expect(lackedAnswerColumns(without('articles', 'article_url'))).toEqual(['articles.article_url']);
+    for (const [table, column] of [
+      ['orders', 'created_at_ms'],
+      ['orders', 'listed_status'],
+      ['orders', 'order_id'],
+      ['articles', 'published_at_ms'],
+      ['articles', 'article_id'],
+    ] as const) {
+      expect(() => readSqlFor(without(table, column))).toThrow(
+        new RegExp(`lacks ${table}\\.${column}, which is not a text column`),
+      );
+    }
   });
 
   it('are of the previous version only: one of a version no longer read is to be deleted', () => {

@@ -14,7 +14,8 @@
  * again for an unchanged answer costs no compression.
  *
  * Only answers sent through `reply.compress` (`serializer.ts`) are compressed: errors and 304s
- * never are. `Vary` is set with the validators (`conditional.ts`), on every 200 and 304.
+ * never are. `Vary: accept-encoding` is set here on every answer sent through it, and with the
+ * validators (`conditional.ts`) on every 304.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
@@ -121,15 +122,21 @@ export class KeptBodies {
     return body;
   }
 
+  /**
+   * Keeps a copy of `body` in memory of its own: a compressed buffer of node:zlib is a view of a far
+   * larger one (64 KiB behind a few hundred bytes), which would be held, uncounted, with it.
+   */
   set(key: string, body: Buffer): void {
     const cost = body.length + key.length;
     if (cost > this.maxBytes || this.bodies.has(key)) return;
+    const own = Buffer.allocUnsafeSlow(body.length);
+    body.copy(own);
     for (const [oldest, old] of this.bodies) {
       if (this.bytes + cost <= this.maxBytes) break;
       this.bodies.delete(oldest);
       this.bytes -= old.length + oldest.length;
     }
-    this.bodies.set(key, body);
+    this.bodies.set(key, own);
     this.bytes += cost;
   }
 
@@ -142,6 +149,8 @@ export function compression(app: FastifyInstance, settings: CompressionSettings 
   const compress = compressors(settings);
   const kept = new KeptBodies(settings.keptBytes);
   app.decorateReply('compress', function (this: FastifyReply, json: string): FastifyReply {
+    // the answer depends on Accept-Encoding whether or not it is compressed (an answer with no tag too)
+    void this.header('vary', 'accept-encoding');
     const encoding = encodingOf(this.request.headers['accept-encoding']);
     if (encoding === undefined || Buffer.byteLength(json) < settings.threshold) return this.send(json);
     void this.header('content-encoding', encoding);
