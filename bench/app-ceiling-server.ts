@@ -18,7 +18,7 @@ import { createLogger } from '../src/logger.js';
 import { ServiceMetrics } from '../src/metrics.js';
 import { openReadModel } from '../src/read-model/database.js';
 import type { ApiReads, Positions, ModelRead } from '../src/read-model/reader.js';
-import { readSql } from '../projections/orders/sql.js';
+import { readSql } from '../projections/orders/read-sql.js';
 
 const orders = Array.from({ length: 50 }, (_, i) => ({
   id: 1_000_000 - i,

@@ -76,11 +76,13 @@ export function previousVersionFileFrom(
       )
       .pluck()
       .all() as string[];
-    const shared = db.prepare(
-      `SELECT name FROM pragma_table_info(?, 'main') WHERE name IN (SELECT name FROM pragma_table_info(?, 'projected'))`,
-    );
+    const shared = db
+      .prepare(
+        `SELECT name FROM pragma_table_info(?, 'main') WHERE name IN (SELECT name FROM pragma_table_info(?, 'projected'))`,
+      )
+      .pluck();
     for (const table of tables) {
-      const columns = (shared.pluck().all(table, table) as string[]).map((c) => `"${c}"`).join(', ');
+      const columns = (shared.all(table, table) as string[]).map((c) => `"${c}"`).join(', ');
       if (columns === '') continue;
       const where = table === 'projection_meta' ? ` WHERE key <> 'projection_version'` : '';
       db.exec(`INSERT INTO main.${table} (${columns}) SELECT ${columns} FROM projected.${table}${where}`);
@@ -90,8 +92,10 @@ export function previousVersionFileFrom(
       ['org_changes', 'org_id', counters.org],
       ['order_changes', 'order_id', counters.order],
     ] as const) {
-      for (const [id, n] of Object.entries(given ?? {}))
-        db.prepare(`INSERT INTO ${table} (${key}, changes) VALUES (?, ?)`).run(Number(id), n);
+      const entries = Object.entries(given ?? {});
+      if (entries.length === 0) continue;
+      const insert = db.prepare(`INSERT INTO ${table} (${key}, changes) VALUES (?, ?)`);
+      for (const [id, n] of entries) insert.run(Number(id), n);
     }
   } finally {
     db.close();

@@ -2,14 +2,14 @@
  * The floor's answers: what the service must do for a request of the External Orders API, and
  * nothing else. The key is checked as the service checks it (`authenticate`: SHA-256 of the key,
  * the keys store's own statement on the service's keys file, a Map of the keys found); the service's
- * own statements (`projections/orders/sql.ts`) run prepared on the same model file, without a read
+ * own statements (`projections/orders/read-sql.ts`) run prepared on the same model file, without a read
  * transaction around them; the rows become answers through the service's own row mapping and JSON
  * writers. No ETag, Link or position header, no request id, no metrics, no log.
  *
  * The Map never forgets a key: nothing revokes one while the benchmark measures (the service's
  * lookup forgets at every commit of the keys store). Unknown keys are not remembered, as there.
  */
-import { readSql } from '../../projections/orders/sql.js';
+import { readSql } from '../../projections/orders/read-sql.js';
 import { keysSql } from '../../projections/keys/sql.js';
 import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { deepOffsetFrom, pageStart, type OrdersOfDay } from '../../projections/orders/paging.js';

@@ -1,6 +1,6 @@
 /**
  * The shape of each answer, declared once per field: the column it is read from, how it is written,
- * and that the entity tag covers it. From these the statements select their columns (`sql.ts`), the
+ * and that the entity tag covers it. From these the statements select their columns (`read-sql.ts`), the
  * reader maps its rows (`src/read-model/answer-rows.ts`), the serializer writes the wire
  * (`src/http/serializer.ts`, in this order) and the digests hash what is shown (`digests.ts`).
  *

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/readable.js';
-import { lackedAnswerColumns, type FileColumns, type readSql } from '../../projections/orders/sql.js';
+import { lackedAnswerColumns, type FileColumns, type readSql } from '../../projections/orders/read-sql.js';
 import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */

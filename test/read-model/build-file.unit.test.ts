@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readSql } from '../../projections/orders/sql.js';
+import { readSql } from '../../projections/orders/read-sql.js';
 import { openBuildFile, openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { demoEvents } from '../../tools/demo-data.js';
 import { dumpModel, memoryReadModel } from '../helpers/read-model.js';

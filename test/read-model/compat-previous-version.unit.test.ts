@@ -14,7 +14,7 @@ import { previousVersionFileFrom } from '../../tools/model-progress.js';
 import { memoryReadModel } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
 import { compatModules, previousLayoutOf, staleModules } from '../../projections/orders/compat/readable.js';
-import { byColumns, lackedAnswerColumns, readSql, readSqlFor } from '../../projections/orders/sql.js';
+import { byColumns, lackedAnswerColumns, readSql, readSqlFor } from '../../projections/orders/read-sql.js';
 import { articleColumns, orderColumns } from '../../projections/orders/rows.js';
 import { v3 } from '../../projections/orders/compat/v3.js';
 

@@ -1,7 +1,8 @@
 import { DAY_MS } from '../../projections/orders/listing.js';
 import { decodeBatch } from '../../src/projector/decode.js';
 import { describe, expect, it } from 'vitest';
-import { maxRowsPerStatement, readSql } from '../../projections/orders/sql.js';
+import { readSql } from '../../projections/orders/read-sql.js';
+import { maxRowsPerStatement } from '../../projections/orders/sql.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import type { RawMessage } from '../../src/kafka/port.js';
 import { articlePublished, at, orderCreated, orderDeleted, statusChanged } from '../helpers/events.js';

@@ -9,7 +9,7 @@
  * module of any other version is not used, and a test fails until it is deleted.
  */
 import { PROJECTION_VERSION } from '../schema.js';
-import { byColumns, currentLayout, type ReadLayout } from '../sql.js';
+import { byColumns, currentLayout, type ReadLayout } from '../read-sql.js';
 import { v3 } from './v3.js';
 
 export const previousVersion = PROJECTION_VERSION - 1;

@@ -9,7 +9,7 @@
  * This module and `v3.schema.sql` are deleted when version 5 ships (a test fails until they are:
  * `staleModules` in `readable.ts`); version 4 is then read by its columns.
  */
-import { readSqlFor, type ReadLayout } from '../sql.js';
+import { readSqlFor, type ReadLayout } from '../read-sql.js';
 
 export const v3: ReadLayout = {
   version: 3,
