@@ -1,11 +1,12 @@
 /** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
-import { execFileSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import {
+  builtServiceNodeFlags,
   createContractTopicSet,
   spawnServiceCommand,
   useServiceRuntime,
@@ -302,11 +303,16 @@ export function useBuiltService(): void {
   useServiceRuntime('dist');
 }
 
+/**
+ * The service on `dataDir`, ready to answer `/healthz`. `serviceRoot`: the built service of another
+ * checkout (its `dist/src/main.js`), as bench:profile's `--before` runs an earlier commit.
+ */
 export async function startServiceProcess(
   brokers: string,
   topics: Record<TopicRole, string>,
   dataDir: string,
   extraEnv: Record<string, string> = {},
+  serviceRoot?: string,
 ): Promise<ServiceProcess> {
   const httpPort = await freePort();
   const adminPort = await freePort();
@@ -322,7 +328,18 @@ export async function startServiceProcess(
     }),
     ...extraEnv,
   };
-  const child = spawnServiceCommand(['serve'], env, ['ignore', 'ignore', 'inherit']);
+  const child =
+    serviceRoot === undefined
+      ? spawnServiceCommand(['serve'], env, ['ignore', 'ignore', 'inherit'])
+      : spawn(
+          process.execPath,
+          [...builtServiceNodeFlags, join(serviceRoot, 'dist', 'src', 'main.js'), 'serve'],
+          {
+            cwd: serviceRoot,
+            env,
+            stdio: ['ignore', 'ignore', 'inherit'],
+          },
+        );
   const exited = new Promise<number | null>((r) => child.on('exit', r));
   const pid = child.pid ?? 0;
   const service: ServiceProcess = {

@@ -18,11 +18,15 @@ export interface FloorProcess {
   stop: () => Promise<void>;
 }
 
-/** A floor server on the files the service in `dataDir` serves: its current model file and its keys store. */
+/**
+ * A floor server on the files the service in `dataDir` serves: its current model file and its keys
+ * store. `env`: more variables for its process (bench:profile's `NODE_OPTIONS`).
+ */
 export async function startFloorProcess(
   kind: FloorKind,
   dataDir: string,
   runtime: PeerRuntime,
+  env: Record<string, string> = {},
 ): Promise<FloorProcess> {
   const modelFile = new ModelFiles(dataDir).currentFile();
   if (modelFile === null) throw new Error(`no model file in ${dataDir} for the floor to serve`);
@@ -32,7 +36,7 @@ export async function startFloorProcess(
   const child = spawn(process.execPath, [...entry, String(port), modelFile, keysFile(dataDir), kind], {
     cwd: projectRoot,
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { PATH: process.env['PATH'], HOME: process.env['HOME'] },
+    env: { PATH: process.env['PATH'], HOME: process.env['HOME'], ...env },
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
   await new Promise<void>((resolve, reject) => {

@@ -1,0 +1,112 @@
+/**
+ * Where a V8 CPU profile (`node --cpu-prof`) spent its time, by category: each sample goes to the
+ * category of its stack's innermost frame that names one (a library by its folder under
+ * node_modules, Node's HTTP stack by its module, the project's own code by its path), so that a
+ * native call counts for the JavaScript that made it, except better-sqlite3's statement methods,
+ * which count as SQLite. Only samples inside a time window count (the window of one load), with
+ * the clock of `process.hrtime` (V8 and libuv read the same monotonic clock on Linux).
+ */
+
+export interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string }; children?: number[] }[];
+  startTime: number;
+  endTime: number;
+  samples: number[];
+  timeDeltas: number[];
+}
+
+export const categories = [
+  'own code',
+  'sqlite',
+  'logging (pino)',
+  'fastify',
+  'node http and net',
+  'zlib',
+  'crypto',
+  'metrics (prom-client)',
+  'validation (zod)',
+  'kafkajs',
+  'gc',
+  'runtime (V8 and libuv, no JS frame)',
+  'other node modules',
+  'other libraries',
+] as const;
+export type Category = (typeof categories)[number];
+
+/** better-sqlite3's native methods: a sample in one of them is SQLite's work, not its caller's. */
+const sqliteNatives = new Set(['all', 'get', 'run', 'iterate', 'raw', 'pluck', 'prepare', 'exec', 'columns']);
+
+const libraries: readonly [RegExp, Category][] = [
+  [
+    /\/node_modules\/(pino|pino-[^/]+|sonic-boom|thread-stream|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free)\//,
+    'logging (pino)',
+  ],
+  [/\/node_modules\/better-sqlite3\//, 'sqlite'],
+  [
+    /\/node_modules\/(fastify|@fastify\/[^/]+|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|toad-cache|process-warning|abstract-logging|rfdc|fast-decode-uri-component|safe-regex2|ret|json-schema-ref-resolver|secure-json-parse|fast-uri|ajv|content-type)\//,
+    'fastify',
+  ],
+  [/\/node_modules\/kafkajs\//, 'kafkajs'],
+  [/\/node_modules\/(prom-client|tdigest|bintrees)\//, 'metrics (prom-client)'],
+  [/\/node_modules\/zod\//, 'validation (zod)'],
+  [/\/node_modules\//, 'other libraries'],
+];
+
+const nodeModules: readonly [RegExp, Category][] = [
+  [/^node:(_http_|http$|net$|internal\/(http|stream_base_commons|streams|net|dns))/, 'node http and net'],
+  [/^node:(zlib|internal\/zlib)/, 'zlib'],
+  [/^node:(crypto|internal\/crypto)/, 'crypto'],
+  [/^node:/, 'other node modules'],
+];
+
+/** The category of one frame's script, or null for a frame that names none (native, eval). */
+export function categoryOfUrl(url: string): Category | null {
+  if (url === '') return null;
+  for (const [pattern, category] of url.startsWith('node:') ? nodeModules : libraries)
+    if (pattern.test(url)) return category;
+  return url.startsWith('file://') || url.startsWith('/') ? 'own code' : null;
+}
+
+/** Time per category in µs, of the samples whose time falls inside [fromUs, toUs]; idle time left out. */
+export function profileTimeByCategory(
+  profile: CpuProfile,
+  fromUs = -Infinity,
+  toUs = Infinity,
+): Map<Category, number> {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parents = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id);
+  const memo = new Map<number, Category | null>();
+  const categoryOfNode = (id: number): Category | null => {
+    if (memo.has(id)) return memo.get(id)!;
+    const { functionName, url } = byId.get(id)!.callFrame;
+    let category: Category | null;
+    if (functionName === '(idle)') category = null;
+    else if (functionName === '(garbage collector)') category = 'gc';
+    else if (functionName === '(program)') category = 'runtime (V8 and libuv, no JS frame)';
+    else if (url === '' && sqliteNatives.has(functionName)) category = 'sqlite';
+    else {
+      category = categoryOfUrl(url);
+      if (category === null) {
+        const parent = parents.get(id);
+        category =
+          parent === undefined || byId.get(parent)!.callFrame.functionName === '(root)'
+            ? 'runtime (V8 and libuv, no JS frame)'
+            : categoryOfNode(parent);
+      }
+    }
+    memo.set(id, category);
+    return category;
+  };
+  const totals = new Map<Category, number>();
+  let at = profile.startTime;
+  for (let i = 0; i < profile.samples.length; i += 1) {
+    at += profile.timeDeltas[i] ?? 0;
+    // a sample stands for the interval up to the next one
+    const span = profile.timeDeltas[i + 1] ?? 0;
+    if (at < fromUs || at > toUs) continue;
+    const category = categoryOfNode(profile.samples[i]!);
+    if (category !== null) totals.set(category, (totals.get(category) ?? 0) + span);
+  }
+  return totals;
+}

@@ -1,0 +1,263 @@
+/**
+ * bench:profile: where a request's CPU goes in the service and in the floor, by category, from V8
+ * CPU profiles of every thread (`--cpu-prof`), on the same files and the same requests:
+ *
+ *   npm run bench:profile -- [--orders 100000] [--rate 1000] [--seconds 20] [--rounds 2]
+ *                            [--before DIR] [--keep DIR]
+ *
+ * The service ingests the data set; then, for `/orders?limit=50` and for articles, in `--rounds`
+ * rounds (ABBA), each side is started with the profiler, warmed up with a closed loop of 5 s and
+ * sent `--rate` requests per second for `--seconds` (wrk). Only the samples inside that load count.
+ * A side's figure per category is µs per answered request; `/proc` gives the CPU of all its threads
+ * in the same window, and the part no profiled thread holds (libuv's pool, V8's helper threads,
+ * time a thread spent descheduled counted the other way) is what the two differ by.
+ * `--before DIR`: a checkout of an earlier commit, built (`npm ci && npm run build`), profiled as a
+ * third side on a model of its own ingest. The service logs at the default level (`info`).
+ * Writes bench/results/profile-<UTC date-time>.json and prints service − floor by category.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { appliedMessages } from '../../tools/model-progress.js';
+import { ModelFiles } from '../../src/read-model/files.js';
+import {
+  benchDataOf,
+  dataSetFor,
+  root,
+  startServiceProcess,
+  useBuiltService,
+  warmPageCache,
+  waitUntil,
+} from '../lib.js';
+import { apiLoads, sampleSourceOf, type Endpoint } from '../peer.js';
+import { assertSameAnswers, compareAnswers, sampleRequests } from '../peers/compare.js';
+import { buildPeer } from '../peers/postgres/process.js';
+import { treeCpuMs } from '../peers/proc.js';
+import { requestSequence, wrk, writeSequence, type SequenceFile } from '../peers/wrk.js';
+import { note, phase } from '../progress.js';
+import { startFloorProcess } from '../floor/process.js';
+import { categories, profileTimeByCategory, type Category, type CpuProfile } from './categories.js';
+
+const { values } = parseArgs({
+  options: {
+    orders: { type: 'string', default: '100000' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '2' },
+    before: { type: 'string' },
+    keep: { type: 'string' },
+  },
+});
+const [orders, rate, seconds, rounds] = [values.orders, values.rate, values.seconds, values.rounds].map(
+  Number,
+) as [number, number, number, number];
+if (![orders, rate, seconds, rounds].every((n) => Number.isInteger(n) && n >= 1))
+  throw new Error('--orders, --rate, --seconds and --rounds must be whole numbers of at least 1');
+
+interface SideRun {
+  requests: number;
+  /** CPU of the side's processes from /proc over the load, µs per request */
+  procMicros: number;
+  /** the profiled threads' busy time over the load, µs per request */
+  sampledMicros: number;
+  threads: number;
+  byCategory: Partial<Record<Category, number>>;
+}
+
+interface Started {
+  pid: number;
+  origin: string;
+  stop: () => Promise<void>;
+}
+
+const round1 = (n: number): number => Math.round(n * 10) / 10;
+const nowMicros = (): number => Number(process.hrtime.bigint() / 1000n);
+
+async function profiled(
+  start: (nodeOptions: string) => Promise<Started>,
+  sequence: SequenceFile,
+): Promise<SideRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-profile-'));
+  try {
+    const side = await start(`--cpu-prof --cpu-prof-dir=${dir}`);
+    let from: number, to: number, cpuMs: number, requests: number;
+    try {
+      await wrk(side.origin, sequence, 5, 10);
+      const cpuBefore = treeCpuMs([side.pid]);
+      from = nowMicros();
+      const load = await wrk(side.origin, sequence, seconds, 50, { rate });
+      to = nowMicros();
+      cpuMs = treeCpuMs([side.pid]) - cpuBefore;
+      requests = load.requests;
+      if (load.errors > 0) throw new Error(`${load.errors} requests failed`);
+    } finally {
+      await side.stop();
+    }
+    const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
+    if (files.length === 0) throw new Error('the side wrote no CPU profile');
+    const totals = new Map<Category, number>();
+    for (const file of files) {
+      const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+      for (const [category, us] of profileTimeByCategory(profile, from, to))
+        totals.set(category, (totals.get(category) ?? 0) + us);
+    }
+    if (values.keep !== undefined) {
+      const kept = join(values.keep, `${Date.now()}`);
+      mkdirSync(kept, { recursive: true });
+      for (const file of files) writeFileSync(join(kept, file), readFileSync(join(dir, file)));
+    }
+    const sampled = [...totals.values()].reduce((a, b) => a + b, 0);
+    return {
+      requests,
+      procMicros: round1((cpuMs * 1000) / requests),
+      sampledMicros: round1(sampled / requests),
+      threads: files.length,
+      byCategory: Object.fromEntries([...totals].map(([c, us]) => [c, round1(us / requests)])),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+useBuiltService();
+buildPeer();
+const data = benchDataOf(orders);
+const broker = await phase(`data: ${orders} orders on a broker`, () =>
+  dataSetFor(undefined, 'bench-profile', data),
+);
+const dirs: string[] = [];
+const ingested = async (serviceRoot?: string): Promise<string> => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-profile-data-'));
+  dirs.push(dataDir);
+  const service = await startServiceProcess(broker.brokers, broker.topics, dataDir, {}, serviceRoot);
+  try {
+    await waitUntil(
+      'the model holds every message',
+      () => appliedMessages(dataDir) >= broker.total,
+      30 * 60_000,
+    );
+  } finally {
+    await service.stop();
+  }
+  return dataDir;
+};
+try {
+  const dataDir = await phase('ingest: the service', () => ingested());
+  const beforeDir =
+    values.before === undefined ? undefined : await phase('ingest: --before', () => ingested(values.before));
+  const modelFile = new ModelFiles(dataDir).currentFile()!;
+  const source = sampleSourceOf(modelFile, data);
+  const loads = apiLoads(data, source.listedOf(1));
+
+  const service =
+    (dir: string, serviceRoot?: string) =>
+    async (nodeOptions: string): Promise<Started> => {
+      const started = await startServiceProcess(
+        broker.brokers,
+        broker.topics,
+        dir,
+        { LOG_LEVEL: 'info', NODE_OPTIONS: nodeOptions },
+        serviceRoot,
+      );
+      await waitUntil(
+        'ready',
+        async () => (await fetch(`http://127.0.0.1:${started.adminPort}/readyz`)).ok,
+        120_000,
+      );
+      warmPageCache(new ModelFiles(dir).currentFile()!);
+      return {
+        pid: started.child.pid ?? 0,
+        origin: `http://127.0.0.1:${started.httpPort}`,
+        stop: started.stop,
+      };
+    };
+  const floor = async (nodeOptions: string): Promise<Started> => {
+    const started = await startFloorProcess('floor', dataDir, 'dist', { NODE_OPTIONS: nodeOptions });
+    return { pid: started.child.pid ?? 0, origin: started.origin, stop: started.stop };
+  };
+  const sides: [string, (nodeOptions: string) => Promise<Started>][] = [
+    ['floor', floor],
+    ['service', service(dataDir)],
+    ...(beforeDir === undefined
+      ? []
+      : [['before', service(beforeDir, values.before)] as [string, typeof floor]]),
+  ];
+
+  // The same answers first: the floor against the service, on a sample of every kind of request.
+  {
+    const [serviceSide, floorSide] = [await sides[1]![1](''), await floor('')];
+    try {
+      const requests = sampleRequests(source);
+      assertSameAnswers(
+        requests,
+        (await compareAnswers(serviceSide.origin, floorSide.origin, requests)).differences,
+        'floor',
+      );
+      note(`answers: all ${requests.length} equal`);
+    } finally {
+      await serviceSide.stop();
+      await floorSide.stop();
+    }
+  }
+
+  const runs: Record<Endpoint, Record<string, SideRun[]>> = { orders: {}, articles: {} };
+  for (const endpoint of ['orders', 'articles'] as const) {
+    const sequence = writeSequence(requestSequence(loads[endpoint], 200_000, data.seed));
+    try {
+      for (let r = 0; r < rounds; r += 1)
+        for (const [name, start] of r % 2 === 0 ? sides : [...sides].reverse()) {
+          const run = await phase(`${endpoint}, round ${r + 1}: ${name}`, () => profiled(start, sequence));
+          note(
+            `${name}: ${run.procMicros} µs/request from /proc, ${run.sampledMicros} sampled in ${run.threads} threads`,
+          );
+          (runs[endpoint][name] ??= []).push(run);
+        }
+    } finally {
+      sequence.remove();
+    }
+  }
+
+  const median = (xs: number[]): number => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  const rows = [...categories, 'profiled threads, all', '/proc, all threads'] as const;
+  const figureOf = (run: SideRun, row: (typeof rows)[number]): number =>
+    row === '/proc, all threads'
+      ? run.procMicros
+      : row === 'profiled threads, all'
+        ? run.sampledMicros
+        : (run.byCategory[row] ?? 0);
+  const summary: Record<string, Record<string, Record<string, number>>> = {};
+  let table = '';
+  for (const endpoint of ['orders', 'articles'] as const) {
+    const names = Object.keys(runs[endpoint]);
+    summary[endpoint] = {};
+    for (const name of names)
+      summary[endpoint][name] = Object.fromEntries(
+        rows.map((row) => [row, round1(median(runs[endpoint][name]!.map((run) => figureOf(run, row))))]),
+      );
+    const others = names.filter((n) => n !== 'floor');
+    table += `\n${endpoint}: µs per request, median of ${rounds} rounds\n| category | ${names.join(' | ')} | ${others.map((n) => `${n} − floor`).join(' | ')} |\n`;
+    for (const row of rows) {
+      const f = (n: string): number => summary[endpoint]![n]![row]!;
+      table += `| ${row} | ${names.map((n) => f(n)).join(' | ')} | ${others.map((n) => round1(f(n) - f('floor'))).join(' | ')} |\n`;
+    }
+  }
+  console.log(table);
+  const file = join(
+    root,
+    'bench',
+    'results',
+    `profile-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
+  );
+  writeFileSync(
+    file,
+    `${JSON.stringify({ orders, rate, seconds, rounds, node: process.version, before: values.before ?? null, summary, runs }, null, 2)}\n`,
+  );
+  note(`results: ${file}`);
+} finally {
+  await broker.close();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+}

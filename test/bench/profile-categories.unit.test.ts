@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { categoryOfUrl, profileTimeByCategory, type CpuProfile } from '../../bench/profile/categories.js';
+
+const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
+  id,
+  callFrame: { functionName, url },
+  children,
+});
+
+/** root → reader.js → all (native); root → pino → writeSync (native); root → (idle), (garbage collector) */
+const profile: CpuProfile = {
+  nodes: [
+    frame(1, '(root)', '', [2, 4, 6, 7, 8]),
+    frame(2, 'readPage', 'file:///srv/app/dist/src/read-model/reader.js', [3]),
+    frame(3, 'all', ''),
+    frame(4, 'write', 'file:///srv/app/node_modules/pino/lib/proto.js', [5]),
+    frame(5, 'writeSync', ''),
+    frame(6, '(idle)', ''),
+    frame(7, '(garbage collector)', ''),
+    frame(8, '(program)', ''),
+  ],
+  startTime: 1000,
+  endTime: 1700,
+  // each sample stands for the interval up to the next one
+  samples: [3, 3, 5, 2, 6, 7, 8, 3],
+  timeDeltas: [0, 100, 100, 100, 100, 100, 100, 100],
+};
+
+describe('bench:profile categories', () => {
+  it('gives a native call to the SQLite category or to its caller, leaves idle out and honours the window', () => {
+    expect(Object.fromEntries(profileTimeByCategory(profile))).toEqual({
+      sqlite: 200,
+      'logging (pino)': 100,
+      'own code': 100,
+      gc: 100,
+      'runtime (V8 and libuv, no JS frame)': 100,
+    });
+    // samples at 1 300 µs to 1 500 µs: own code, idle, gc
+    expect(Object.fromEntries(profileTimeByCategory(profile, 1300, 1500))).toEqual({
+      'own code': 100,
+      gc: 100,
+    });
+  });
+
+  it('names libraries by their folder and Node by its module', () => {
+    expect(categoryOfUrl('file:///x/node_modules/fastify/lib/reply.js')).toBe('fastify');
+    expect(categoryOfUrl('file:///x/node_modules/@fastify/ajv-compiler/index.js')).toBe('fastify');
+    expect(categoryOfUrl('file:///x/node_modules/sonic-boom/index.js')).toBe('logging (pino)');
+    expect(categoryOfUrl('file:///x/node_modules/better-sqlite3/lib/methods/transaction.js')).toBe('sqlite');
+    expect(categoryOfUrl('file:///x/node_modules/kafkajs/src/network/connection.js')).toBe('kafkajs');
+    expect(categoryOfUrl('file:///x/node_modules/prom-client/lib/histogram.js')).toBe('metrics (prom-client)');
+    expect(categoryOfUrl('file:///x/node_modules/left-pad/index.js')).toBe('other libraries');
+    expect(categoryOfUrl('node:_http_server')).toBe('node http and net');
+    expect(categoryOfUrl('node:internal/streams/writable')).toBe('node http and net');
+    expect(categoryOfUrl('node:zlib')).toBe('zlib');
+    expect(categoryOfUrl('node:internal/crypto/hash')).toBe('crypto');
+    expect(categoryOfUrl('node:internal/timers')).toBe('other node modules');
+    expect(categoryOfUrl('file:///x/dist/src/http/app.js')).toBe('own code');
+    expect(categoryOfUrl('')).toBeNull();
+  });
+});
