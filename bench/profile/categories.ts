@@ -3,7 +3,8 @@
  * category of its stack's innermost frame that names one (a library by its folder under
  * node_modules, Node's HTTP stack by its module, the project's own code by its path), so that a
  * native call counts for the JavaScript that made it, except better-sqlite3's statement methods,
- * which count as SQLite. Only samples inside a time window count (the window of one load), with
+ * which count as SQLite, and a call into Node's other modules (fs, events, timers) counts for its
+ * caller. Only samples inside a time window count (the window of one load), with
  * the clock of `process.hrtime` (V8 and libuv read the same monotonic clock on Linux).
  */
 
@@ -86,14 +87,22 @@ export function profileTimeByCategory(
     else if (functionName === '(program)') category = 'runtime (V8 and libuv, no JS frame)';
     else if (url === '' && sqliteNatives.has(functionName)) category = 'sqlite';
     else {
-      category = categoryOfUrl(url);
-      if (category === null) {
-        const parent = parents.get(id);
-        category =
-          parent === undefined || byId.get(parent)!.callFrame.functionName === '(root)'
-            ? 'runtime (V8 and libuv, no JS frame)'
-            : categoryOfNode(parent);
-      }
+      // a frame of Node's own modules other than HTTP, zlib and crypto (fs, events, timers, …)
+      // counts for the library or code that called it: pino's fs.writeSync is logging
+      const own = categoryOfUrl(url);
+      const parent = parents.get(id);
+      const caller =
+        parent === undefined || byId.get(parent)!.callFrame.functionName === '(root)'
+          ? null
+          : categoryOfNode(parent);
+      category =
+        own === null
+          ? (caller ?? 'runtime (V8 and libuv, no JS frame)')
+          : own === 'other node modules' &&
+              caller !== null &&
+              caller !== 'runtime (V8 and libuv, no JS frame)'
+            ? caller
+            : own;
     }
     memo.set(id, category);
     return category;

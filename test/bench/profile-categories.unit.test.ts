@@ -42,13 +42,35 @@ describe('bench:profile categories', () => {
     });
   });
 
+  it("counts a call into Node's fs or timers for its caller, and one the event loop made as Node's", () => {
+    const nested: CpuProfile = {
+      nodes: [
+        frame(1, '(root)', '', [2, 4]),
+        frame(2, 'write', 'file:///srv/app/node_modules/pino/lib/proto.js', [3]),
+        frame(3, 'writeSync', 'node:fs'),
+        frame(4, 'listOnTimeout', 'node:internal/timers', [5]),
+        frame(5, 'emit', 'node:events'),
+      ],
+      startTime: 0,
+      endTime: 300,
+      samples: [3, 5, 3],
+      timeDeltas: [0, 100, 100],
+    };
+    expect(Object.fromEntries(profileTimeByCategory(nested))).toEqual({
+      'logging (pino)': 100,
+      'other node modules': 100,
+    });
+  });
+
   it('names libraries by their folder and Node by its module', () => {
     expect(categoryOfUrl('file:///x/node_modules/fastify/lib/reply.js')).toBe('fastify');
     expect(categoryOfUrl('file:///x/node_modules/@fastify/ajv-compiler/index.js')).toBe('fastify');
     expect(categoryOfUrl('file:///x/node_modules/sonic-boom/index.js')).toBe('logging (pino)');
     expect(categoryOfUrl('file:///x/node_modules/better-sqlite3/lib/methods/transaction.js')).toBe('sqlite');
     expect(categoryOfUrl('file:///x/node_modules/kafkajs/src/network/connection.js')).toBe('kafkajs');
-    expect(categoryOfUrl('file:///x/node_modules/prom-client/lib/histogram.js')).toBe('metrics (prom-client)');
+    expect(categoryOfUrl('file:///x/node_modules/prom-client/lib/histogram.js')).toBe(
+      'metrics (prom-client)',
+    );
     expect(categoryOfUrl('file:///x/node_modules/left-pad/index.js')).toBe('other libraries');
     expect(categoryOfUrl('node:_http_server')).toBe('node http and net');
     expect(categoryOfUrl('node:internal/streams/writable')).toBe('node http and net');
