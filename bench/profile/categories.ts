@@ -2,9 +2,11 @@
  * Where a V8 CPU profile (`node --cpu-prof`) spent its time, by category: each sample goes to the
  * category of its stack's innermost frame that names one (a library by its folder under
  * node_modules, Node's HTTP stack by its module, the project's own code by its path), so that a
- * native call counts for the JavaScript that made it, except better-sqlite3's statement methods,
- * which count as SQLite, and a call into Node's other modules (fs, events, timers) counts for its
- * caller. Only samples inside a time window count (the window of one load), with
+ * native call counts for the JavaScript that made it, and a call into Node's other modules (fs,
+ * events, timers) counts for its caller. V8 gives a native method no frame of its own, so the time
+ * SQLite spends in a statement (`stmt.all()`) is the calling function's: 'own code' holds the
+ * project's JavaScript and the SQLite it runs, and 'better-sqlite3' only the driver's JavaScript
+ * (its transaction wrapper). Only samples inside a time window count (the window of one load), with
  * the clock of `process.hrtime` (V8 and libuv read the same monotonic clock on Linux).
  */
 
@@ -17,8 +19,8 @@ export interface CpuProfile {
 }
 
 export const categories = [
-  'own code',
-  'sqlite',
+  'own code and the SQLite it calls',
+  'better-sqlite3 (its JavaScript)',
   'logging (pino)',
   'fastify',
   'node http and net',
@@ -34,15 +36,12 @@ export const categories = [
 ] as const;
 export type Category = (typeof categories)[number];
 
-/** better-sqlite3's native methods: a sample in one of them is SQLite's work, not its caller's. */
-const sqliteNatives = new Set(['all', 'get', 'run', 'iterate', 'raw', 'pluck', 'prepare', 'exec', 'columns']);
-
 const libraries: readonly [RegExp, Category][] = [
   [
     /\/node_modules\/(pino|pino-[^/]+|sonic-boom|thread-stream|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free)\//,
     'logging (pino)',
   ],
-  [/\/node_modules\/better-sqlite3\//, 'sqlite'],
+  [/\/node_modules\/better-sqlite3\//, 'better-sqlite3 (its JavaScript)'],
   [
     /\/node_modules\/(fastify|@fastify\/[^/]+|find-my-way|avvio|light-my-request|fast-json-stringify|fast-querystring|toad-cache|process-warning|abstract-logging|rfdc|fast-decode-uri-component|safe-regex2|ret|json-schema-ref-resolver|secure-json-parse|fast-uri|ajv|content-type)\//,
     'fastify',
@@ -65,7 +64,7 @@ export function categoryOfUrl(url: string): Category | null {
   if (url === '') return null;
   for (const [pattern, category] of url.startsWith('node:') ? nodeModules : libraries)
     if (pattern.test(url)) return category;
-  return url.startsWith('file://') || url.startsWith('/') ? 'own code' : null;
+  return url.startsWith('file://') || url.startsWith('/') ? 'own code and the SQLite it calls' : null;
 }
 
 /** Time per category in µs, of the samples whose time falls inside [fromUs, toUs]; idle time left out. */
@@ -85,7 +84,6 @@ export function profileTimeByCategory(
     if (functionName === '(idle)') category = null;
     else if (functionName === '(garbage collector)') category = 'gc';
     else if (functionName === '(program)') category = 'runtime (V8 and libuv, no JS frame)';
-    else if (url === '' && sqliteNatives.has(functionName)) category = 'sqlite';
     else {
       // a frame of Node's own modules other than HTTP, zlib and crypto (fs, events, timers, …)
       // counts for the library or code that called it: pino's fs.writeSync is logging
