@@ -8,9 +8,11 @@
  * The service ingests the data set; then, for `/orders?limit=50` and for articles, in `--rounds`
  * rounds (ABBA), each side is started with the profiler, warmed up with a closed loop of 5 s and
  * sent `--rate` requests per second for `--seconds` (wrk). Only the samples inside that load count.
- * A side's figure per category is µs per answered request; `/proc` gives the CPU of all its threads
- * in the same window, and the part no profiled thread holds (libuv's pool, V8's helper threads,
- * time a thread spent descheduled counted the other way) is what the two differ by.
+ * The samples give each category's share of the JavaScript threads' time; that share times those
+ * threads' CPU from /proc (`MainThread`, `WorkerThread`) is the category's µs of CPU per answered
+ * request. A sample's time is wall time, so shares, not the sampled sum, are what count on a busy
+ * machine. /proc also gives the other threads by name (V8's helpers, libuv's pool), and the side's
+ * whole CPU less the profiler's own threads (`v8:ProfEvntProc`, one per profiled thread).
  * `--before DIR`: a checkout of an earlier commit, built (`npm ci && npm run build`), profiled as a
  * third side on a model of its own ingest. The service logs at the default level (`info`).
  * Writes bench/results/profile-<UTC date-time>.json and prints service − floor by category.
@@ -34,6 +36,7 @@ import { apiLoads, sampleSourceOf, type Endpoint } from '../peer.js';
 import { assertSameAnswers, compareAnswers, sampleRequests } from '../peers/compare.js';
 import { buildPeer } from '../peers/postgres/process.js';
 import { treeCpuMs } from '../peers/proc.js';
+import { threadCpuMs, threadTicks } from '../peers/threads.js';
 import { requestSequence, wrk, writeSequence, type SequenceFile } from '../peers/wrk.js';
 import { note, phase } from '../progress.js';
 import { startFloorProcess } from '../floor/process.js';
@@ -59,10 +62,17 @@ interface SideRun {
   requests: number;
   /** CPU of the side's processes from /proc over the load, µs per request */
   procMicros: number;
-  /** the profiled threads' busy time over the load, µs per request */
+  /** the same less the profiler's own threads (`v8:ProfEvntProc`): the side's CPU, µs per request */
+  unprofiledMicros: number;
+  /** /proc's CPU of the threads that run JavaScript (`MainThread`, `WorkerThread`), µs per request */
+  jsThreadMicros: number;
+  /** the profiled threads' busy time over the load (wall time, so a descheduled thread counts), µs per request */
   sampledMicros: number;
   threads: number;
+  /** each category's share of the sampled time, times `jsThreadMicros`: µs of CPU per request */
   byCategory: Partial<Record<Category, number>>;
+  /** /proc's CPU of the side's threads by thread name (V8's helpers, libuv's pool, …), µs per request */
+  byThreadName: Record<string, number>;
 }
 
 interface Started {
@@ -72,6 +82,8 @@ interface Started {
 }
 
 const round1 = (n: number): number => Math.round(n * 10) / 10;
+/** the name of V8's profiler thread, one per profiled thread: its CPU is the profiler's, not the side's */
+const profilerThread = 'v8:ProfEvntProc';
 const nowMicros = (): number => Number(process.hrtime.bigint() / 1000n);
 
 async function profiled(
@@ -82,14 +94,20 @@ async function profiled(
   try {
     const side = await start(`--cpu-prof --cpu-prof-dir=${dir}`);
     let from: number, to: number, cpuMs: number, requests: number;
+    const byThreadName: Record<string, number> = {};
     try {
       await wrk(side.origin, sequence, 5, 10);
       const cpuBefore = treeCpuMs([side.pid]);
+      const ticksBefore = threadTicks(side.pid);
       from = nowMicros();
       const load = await wrk(side.origin, sequence, seconds, 50, { rate });
       to = nowMicros();
       cpuMs = treeCpuMs([side.pid]) - cpuBefore;
       requests = load.requests;
+      for (const thread of threadCpuMs(ticksBefore, threadTicks(side.pid)))
+        byThreadName[thread.name] = round1(
+          (byThreadName[thread.name] ?? 0) + (thread.cpuMs * 1000) / requests,
+        );
       if (load.errors > 0) throw new Error(`${load.errors} requests failed`);
     } finally {
       await side.stop();
@@ -108,12 +126,19 @@ async function profiled(
       for (const file of files) writeFileSync(join(kept, file), readFileSync(join(dir, file)));
     }
     const sampled = [...totals.values()].reduce((a, b) => a + b, 0);
+    const procMicros = (cpuMs * 1000) / requests;
+    const jsThreadMicros = (byThreadName['MainThread'] ?? 0) + (byThreadName['WorkerThread'] ?? 0);
     return {
       requests,
-      procMicros: round1((cpuMs * 1000) / requests),
+      procMicros: round1(procMicros),
+      unprofiledMicros: round1(procMicros - (byThreadName[profilerThread] ?? 0)),
+      jsThreadMicros: round1(jsThreadMicros),
       sampledMicros: round1(sampled / requests),
       threads: files.length,
-      byCategory: Object.fromEntries([...totals].map(([c, us]) => [c, round1(us / requests)])),
+      byCategory: Object.fromEntries(
+        [...totals].map(([c, us]) => [c, round1((us / sampled) * jsThreadMicros)]),
+      ),
+      byThreadName,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -222,13 +247,31 @@ try {
     const s = [...xs].sort((a, b) => a - b);
     return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
   };
-  const rows = [...categories, 'profiled threads, all', '/proc, all threads'] as const;
-  const figureOf = (run: SideRun, row: (typeof rows)[number]): number =>
-    row === '/proc, all threads'
-      ? run.procMicros
-      : row === 'profiled threads, all'
-        ? run.sampledMicros
-        : (run.byCategory[row] ?? 0);
+  const threadNames = [
+    ...new Set(
+      Object.values(runs).flatMap((bySide) =>
+        Object.values(bySide)
+          .flat()
+          .flatMap((run) => Object.keys(run.byThreadName)),
+      ),
+    ),
+  ].sort();
+  const totalRows: Record<string, (run: SideRun) => number> = {
+    'JavaScript threads (/proc)': (run) => run.jsThreadMicros,
+    'the side, less the profiler (/proc)': (run) => run.unprofiledMicros,
+    'profiled threads, sampled (wall time)': (run) => run.sampledMicros,
+  };
+  const rows = [
+    ...categories,
+    ...Object.keys(totalRows),
+    ...threadNames.map((name) => `/proc, threads named ${name}`),
+  ];
+  const figureOf = (run: SideRun, row: string): number =>
+    totalRows[row] !== undefined
+      ? totalRows[row](run)
+      : row.startsWith('/proc, threads named ')
+        ? (run.byThreadName[row.slice('/proc, threads named '.length)] ?? 0)
+        : (run.byCategory[row as Category] ?? 0);
   const summary: Record<string, Record<string, Record<string, number>>> = {};
   let table = '';
   for (const endpoint of ['orders', 'articles'] as const) {
