@@ -234,7 +234,7 @@ try {
         for (const [name, start] of r % 2 === 0 ? sides : [...sides].reverse()) {
           const run = await phase(`${endpoint}, round ${r + 1}: ${name}`, () => profiled(start, sequence));
           note(
-            `${name}: ${run.procMicros} µs/request from /proc, ${run.sampledMicros} sampled in ${run.threads} threads`,
+            `${name}: ${run.unprofiledMicros} µs/request from /proc less the profiler, ${run.jsThreadMicros} in the JavaScript threads, ${run.sampledMicros} sampled in ${run.threads}; by thread name: ${JSON.stringify(run.byThreadName)}`,
           );
           (runs[endpoint][name] ??= []).push(run);
         }
