@@ -8,9 +8,9 @@
  * The service ingests the data set; then, for `/orders?limit=50` and for articles, in `--rounds`
  * rounds (ABBA), each side is started with the profiler, warmed up with a closed loop of 5 s and
  * sent `--rate` requests per second for `--seconds` (wrk). Only the samples inside that load count.
- * The samples give each category's share of the JavaScript threads' time; that share times those
- * threads' CPU from /proc (`MainThread`, `WorkerThread`) is the category's µs of CPU per answered
- * request. A sample's time is wall time, so shares, not the sampled sum, are what count on a busy
+ * The samples give each category's share of the main thread's time (where requests are answered);
+ * that share times the thread's CPU from /proc (`MainThread`) is the category's µs of CPU per
+ * answered request, and the same for the worker threads (`WorkerThread`: the service's consumers). A sample's time is wall time, so shares, not the sampled sum, are what count on a busy
  * machine. /proc also gives the other threads by name (V8's helpers, libuv's pool), and the side's
  * whole CPU less the profiler's own threads (`v8:ProfEvntProc`, one per profiled thread).
  * `--before DIR`: a checkout of an earlier commit, built (`npm ci && npm run build`), profiled as a
@@ -69,8 +69,10 @@ interface SideRun {
   /** the profiled threads' busy time over the load (wall time, so a descheduled thread counts), µs per request */
   sampledMicros: number;
   threads: number;
-  /** each category's share of the sampled time, times `jsThreadMicros`: µs of CPU per request */
+  /** the main thread's: each category's share of its samples, times its CPU (/proc): µs per request */
   byCategory: Partial<Record<Category, number>>;
+  /** the same for the worker threads together (the service's Kafka consumers) */
+  workersByCategory: Partial<Record<Category, number>>;
   /** /proc's CPU of the side's threads by thread name (V8's helpers, libuv's pool, …), µs per request */
   byThreadName: Record<string, number>;
 }
@@ -114,30 +116,35 @@ async function profiled(
     }
     const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
     if (files.length === 0) throw new Error('the side wrote no CPU profile');
-    const totals = new Map<Category, number>();
+    // a file per thread, CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile: thread 0 is the main thread
+    const totals = { main: new Map<Category, number>(), workers: new Map<Category, number>() };
     for (const file of files) {
       const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
+      const into = file.split('.')[4] === '0' ? totals.main : totals.workers;
       for (const [category, us] of profileTimeByCategory(profile, from, to))
-        totals.set(category, (totals.get(category) ?? 0) + us);
+        into.set(category, (into.get(category) ?? 0) + us);
     }
     if (values.keep !== undefined) {
       const kept = join(values.keep, `${Date.now()}`);
       mkdirSync(kept, { recursive: true });
       for (const file of files) writeFileSync(join(kept, file), readFileSync(join(dir, file)));
     }
-    const sampled = [...totals.values()].reduce((a, b) => a + b, 0);
+    const sum = (m: Map<Category, number>): number => [...m.values()].reduce((a, b) => a + b, 0);
     const procMicros = (cpuMs * 1000) / requests;
-    const jsThreadMicros = (byThreadName['MainThread'] ?? 0) + (byThreadName['WorkerThread'] ?? 0);
+    const mainMicros = byThreadName['MainThread'] ?? 0;
+    const workerMicros = byThreadName['WorkerThread'] ?? 0;
+    /** each category's share of a thread group's samples times the group's CPU */
+    const scaled = (m: Map<Category, number>, micros: number): Partial<Record<Category, number>> =>
+      Object.fromEntries([...m].map(([c, us]) => [c, round1((us / sum(m)) * micros)]));
     return {
       requests,
       procMicros: round1(procMicros),
       unprofiledMicros: round1(procMicros - (byThreadName[profilerThread] ?? 0)),
-      jsThreadMicros: round1(jsThreadMicros),
-      sampledMicros: round1(sampled / requests),
+      jsThreadMicros: round1(mainMicros + workerMicros),
+      sampledMicros: round1((sum(totals.main) + sum(totals.workers)) / requests),
       threads: files.length,
-      byCategory: Object.fromEntries(
-        [...totals].map(([c, us]) => [c, round1((us / sampled) * jsThreadMicros)]),
-      ),
+      byCategory: scaled(totals.main, mainMicros),
+      workersByCategory: scaled(totals.workers, workerMicros),
       byThreadName,
     };
   } finally {
@@ -262,7 +269,8 @@ try {
     'profiled threads, sampled (wall time)': (run) => run.sampledMicros,
   };
   const rows = [
-    ...categories,
+    ...categories.map((c) => `main thread: ${c}`),
+    ...categories.map((c) => `worker threads: ${c}`),
     ...Object.keys(totalRows),
     ...threadNames.map((name) => `/proc, threads named ${name}`),
   ];
@@ -271,7 +279,9 @@ try {
       ? totalRows[row](run)
       : row.startsWith('/proc, threads named ')
         ? (run.byThreadName[row.slice('/proc, threads named '.length)] ?? 0)
-        : (run.byCategory[row as Category] ?? 0);
+        : row.startsWith('main thread: ')
+          ? (run.byCategory[row.slice('main thread: '.length) as Category] ?? 0)
+          : (run.workersByCategory[row.slice('worker threads: '.length) as Category] ?? 0);
   const summary: Record<string, Record<string, Record<string, number>>> = {};
   let table = '';
   for (const endpoint of ['orders', 'articles'] as const) {
@@ -285,6 +295,7 @@ try {
     table += `\n${endpoint}: µs per request, median of ${rounds} rounds\n| category | ${names.join(' | ')} | ${others.map((n) => `${n} − floor`).join(' | ')} |\n`;
     for (const row of rows) {
       const f = (n: string): number => summary[endpoint]![n]![row]!;
+      if (names.every((n) => f(n) === 0)) continue;
       table += `| ${row} | ${names.map((n) => f(n)).join(' | ')} | ${others.map((n) => round1(f(n) - f('floor'))).join(' | ')} |\n`;
     }
   }
