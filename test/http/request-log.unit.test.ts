@@ -3,7 +3,7 @@
  * answer are logged whatever the level; at `debug` every request has its two lines. No line holds the
  * key.
  */
-import { pino } from 'pino';
+import { pino, type Bindings } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { slowRequestMs } from '../../src/http/plugins/observability.js';
@@ -25,6 +25,14 @@ async function loggedApi(level: string, reads: (base: ApiReads) => ApiReads = (b
   const base = apiReadsOfOneFile(new ReadModelReader(model.db));
   const lines: Record<string, unknown>[] = [];
   const logger = pino({ level }, { write: (line: string) => lines.push(JSON.parse(line) as never) });
+  // every child made of it, as Fastify makes one per request (pino's children inherit the method)
+  const children: Bindings[] = [];
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with each child as its this
+  const child = logger.child;
+  logger.child = function (this: typeof logger, bindings, options) {
+    children.push(bindings);
+    return child.call(this, bindings, options);
+  } as typeof logger.child;
   const app = await buildApp({ readerOf: () => reads(base), logger, readPositionWaitMs: 20 });
   const get = async (id: string, headers: Record<string, string> = {}) =>
     (
@@ -39,7 +47,7 @@ async function loggedApi(level: string, reads: (base: ApiReads) => ApiReads = (b
     await app.close();
     model.db.close();
   };
-  return { get, lines, ofRequest, close };
+  return { get, lines, ofRequest, close, children };
 }
 
 describe('the request log', () => {
@@ -48,6 +56,27 @@ describe('the request log', () => {
     expect(await api.get('quiet-1')).toBe(200);
     await api.close();
     expect(api.ofRequest('quiet-1')).toEqual([]);
+  });
+
+  it('makes no logger for a request that writes no line, and one for a request that does', async () => {
+    let failNext = false;
+    const api = await loggedApi('info', (base) => ({
+      ...base,
+      inReadTransaction: (read, how) => {
+        if (failNext) throw new Error('the model file went away');
+        return base.inReadTransaction(read, how);
+      },
+    }));
+    expect(await api.get('quiet-2')).toBe(200);
+    expect(await api.get('quiet-3')).toBe(200);
+    expect(api.children.filter((bindings) => bindings['reqId'] !== undefined)).toEqual([]);
+    failNext = true;
+    expect(await api.get('failed-2')).toBe(500);
+    await api.close();
+    expect(api.children.filter((bindings) => bindings['reqId'] !== undefined)).toEqual([
+      { reqId: 'failed-2' },
+    ]);
+    expect(api.ofRequest('failed-2').map((line) => line['level'])).toContain(50);
   });
 
   it('writes both lines of every request at debug, with the method, route and status', async () => {

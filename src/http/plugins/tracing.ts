@@ -9,6 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import type { RequestSpan, Tracing } from '../../tracing/spans.js';
 import type { Caller } from '../caller.js';
+import { requestLogger } from './observability.js';
 
 /** The span of each request still in progress, found by its Node request. */
 const spans = new WeakMap<IncomingMessage, RequestSpan>();
@@ -29,7 +30,7 @@ export function tracingOptions(
         headers: request.headers,
       });
       spans.set(request, span);
-      return logger.child({ ...bindings, ...span.ids }, options);
+      return requestLogger(logger, { ...bindings, ...span.ids }, options);
     },
   };
 }
