@@ -333,9 +333,9 @@ export async function startServiceProcess(
       ? spawnServiceCommand(['serve'], env, ['ignore', 'ignore', 'inherit'])
       : spawn(
           process.execPath,
-          [...builtServiceNodeFlags, join(serviceRoot, 'dist', 'src', 'main.js'), 'serve'],
+          [...builtServiceNodeFlags, join(resolve(serviceRoot), 'dist', 'src', 'main.js'), 'serve'],
           {
-            cwd: serviceRoot,
+            cwd: resolve(serviceRoot),
             env,
             stdio: ['ignore', 'ignore', 'inherit'],
           },

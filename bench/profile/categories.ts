@@ -110,11 +110,31 @@ export function profileTimeByCategory(
   let at = profile.startTime;
   for (let i = 0; i < profile.samples.length; i += 1) {
     at += profile.timeDeltas[i] ?? 0;
-    // a sample stands for the interval up to the next one
-    const span = profile.timeDeltas[i + 1] ?? 0;
+    // a sample stands for the interval up to the next one (the last: up to the profile's end)
+    const span = profile.timeDeltas[i + 1] ?? Math.max(0, profile.endTime - at);
     if (at < fromUs || at > toUs) continue;
     const category = categoryOfNode(profile.samples[i]!);
     if (category !== null) totals.set(category, (totals.get(category) ?? 0) + span);
   }
   return totals;
+}
+
+/** Which thread a profile file of `--cpu-prof` is of: CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile, thread 0 the main one. */
+export function isMainThreadProfile(fileName: string): boolean {
+  const threadId = fileName.split('.')[4];
+  if (threadId === undefined || !/^\d+$/.test(threadId))
+    throw new Error(`not a --cpu-prof file name: ${fileName}`);
+  return threadId === '0';
+}
+
+/** Each category's share of a thread group's samples, times the group's CPU (µs per request); none without samples. */
+export function scaledToCpu(
+  sampled: ReadonlyMap<Category, number>,
+  cpuMicros: number,
+): Partial<Record<Category, number>> {
+  const total = [...sampled.values()].reduce((a, b) => a + b, 0);
+  if (total === 0) return {};
+  return Object.fromEntries(
+    [...sampled].map(([c, us]) => [c, Math.round((us / total) * cpuMicros * 10) / 10]),
+  );
 }

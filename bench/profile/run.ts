@@ -12,9 +12,13 @@
  * that share times the thread's CPU from /proc (`MainThread`) is the category's µs of CPU per
  * answered request, and the same for the worker threads (`WorkerThread`: the service's consumers). A sample's time is wall time, so shares, not the sampled sum, are what count on a busy
  * machine. /proc also gives the other threads by name (V8's helpers, libuv's pool), and the side's
- * whole CPU less the profiler's own threads (`v8:ProfEvntProc`, one per profiled thread).
+ * whole CPU less the profiler's own threads (`v8:ProfEvntProc`, one per profiled thread). The
+ * profiler's sampling still runs on the threads it samples, so every figure is an upper bound of
+ * the same side unprofiled: bench:floor gives the unprofiled ratios.
  * `--before DIR`: a checkout of an earlier commit, built (`npm ci && npm run build`), profiled as a
- * third side on a model of its own ingest. The service logs at the default level (`info`).
+ * third side on a model of its own ingest, started with this checkout's Node flags; its figures
+ * less the floor's compare a model file of its own version with the floor reading this one's.
+ * The service logs at the default level (`info`).
  * Writes bench/results/profile-<UTC date-time>.json and prints service − floor by category.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,11 +40,18 @@ import { apiLoads, sampleSourceOf, type Endpoint } from '../peer.js';
 import { assertSameAnswers, compareAnswers, sampleRequests } from '../peers/compare.js';
 import { buildPeer } from '../peers/postgres/process.js';
 import { treeCpuMs } from '../peers/proc.js';
-import { threadCpuMs, threadTicks } from '../peers/threads.js';
+import { threadTicks } from '../peers/threads.js';
 import { requestSequence, wrk, writeSequence, type SequenceFile } from '../peers/wrk.js';
 import { note, phase } from '../progress.js';
 import { startFloorProcess } from '../floor/process.js';
-import { categories, profileTimeByCategory, type Category, type CpuProfile } from './categories.js';
+import {
+  categories,
+  isMainThreadProfile,
+  profileTimeByCategory,
+  scaledToCpu,
+  type Category,
+  type CpuProfile,
+} from './categories.js';
 
 const { values } = parseArgs({
   options: {
@@ -106,21 +117,22 @@ async function profiled(
       to = nowMicros();
       cpuMs = treeCpuMs([side.pid]) - cpuBefore;
       requests = load.requests;
-      for (const thread of threadCpuMs(ticksBefore, threadTicks(side.pid)))
-        byThreadName[thread.name] = round1(
-          (byThreadName[thread.name] ?? 0) + (thread.cpuMs * 1000) / requests,
-        );
+      // every thread, however little it ran (ticks of 10 ms), summed by name
+      for (const [tid, thread] of threadTicks(side.pid)) {
+        const ms = (thread.ticks - (ticksBefore.get(tid)?.ticks ?? 0)) * 10;
+        byThreadName[thread.name] = (byThreadName[thread.name] ?? 0) + (ms * 1000) / requests;
+      }
+      for (const name of Object.keys(byThreadName)) byThreadName[name] = round1(byThreadName[name]!);
       if (load.errors > 0) throw new Error(`${load.errors} requests failed`);
     } finally {
       await side.stop();
     }
     const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'));
     if (files.length === 0) throw new Error('the side wrote no CPU profile');
-    // a file per thread, CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile: thread 0 is the main thread
     const totals = { main: new Map<Category, number>(), workers: new Map<Category, number>() };
     for (const file of files) {
       const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
-      const into = file.split('.')[4] === '0' ? totals.main : totals.workers;
+      const into = isMainThreadProfile(file) ? totals.main : totals.workers;
       for (const [category, us] of profileTimeByCategory(profile, from, to))
         into.set(category, (into.get(category) ?? 0) + us);
     }
@@ -133,9 +145,6 @@ async function profiled(
     const procMicros = (cpuMs * 1000) / requests;
     const mainMicros = byThreadName['MainThread'] ?? 0;
     const workerMicros = byThreadName['WorkerThread'] ?? 0;
-    /** each category's share of a thread group's samples times the group's CPU */
-    const scaled = (m: Map<Category, number>, micros: number): Partial<Record<Category, number>> =>
-      Object.fromEntries([...m].map(([c, us]) => [c, round1((us / sum(m)) * micros)]));
     return {
       requests,
       procMicros: round1(procMicros),
@@ -143,8 +152,8 @@ async function profiled(
       jsThreadMicros: round1(mainMicros + workerMicros),
       sampledMicros: round1((sum(totals.main) + sum(totals.workers)) / requests),
       threads: files.length,
-      byCategory: scaled(totals.main, mainMicros),
-      workersByCategory: scaled(totals.workers, workerMicros),
+      byCategory: scaledToCpu(totals.main, mainMicros),
+      workersByCategory: scaledToCpu(totals.workers, workerMicros),
       byThreadName,
     };
   } finally {

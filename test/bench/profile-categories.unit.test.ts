@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { categoryOfUrl, profileTimeByCategory, type CpuProfile } from '../../bench/profile/categories.js';
+import {
+  categoryOfUrl,
+  isMainThreadProfile,
+  profileTimeByCategory,
+  scaledToCpu,
+  type CpuProfile,
+} from '../../bench/profile/categories.js';
 
 const frame = (id: number, functionName: string, url: string, children: number[] = []) => ({
   id,
@@ -20,7 +26,7 @@ const profile: CpuProfile = {
     frame(8, '(program)', ''),
   ],
   startTime: 1000,
-  endTime: 1700,
+  endTime: 1750,
   // each sample stands for the interval up to the next one
   samples: [3, 3, 5, 2, 6, 7, 8, 3],
   timeDeltas: [0, 100, 100, 100, 100, 100, 100, 100],
@@ -29,7 +35,8 @@ const profile: CpuProfile = {
 describe('bench:profile categories', () => {
   it('gives a native call to its caller, leaves idle out and honours the window', () => {
     expect(Object.fromEntries(profileTimeByCategory(profile))).toEqual({
-      'own code and the SQLite it calls': 300,
+      // the last sample, at 1 700 µs, stands for the 50 µs up to the profile's end
+      'own code and the SQLite it calls': 350,
       'logging (pino)': 100,
       gc: 100,
       'runtime (V8 and libuv, no JS frame)': 100,
@@ -56,9 +63,21 @@ describe('bench:profile categories', () => {
       timeDeltas: [0, 100, 100],
     };
     expect(Object.fromEntries(profileTimeByCategory(nested))).toEqual({
-      'logging (pino)': 100,
+      'logging (pino)': 200,
       'other node modules': 100,
     });
+  });
+
+  it("tells the main thread's file from a worker's, and scales shares to a thread's CPU", () => {
+    expect(isMainThreadProfile('CPU.20261203.122750.4261.0.001.cpuprofile')).toBe(true);
+    expect(isMainThreadProfile('CPU.20261203.122750.4261.2.003.cpuprofile')).toBe(false);
+    expect(() => isMainThreadProfile('profile.cpuprofile')).toThrow(/not a --cpu-prof file name/);
+    const sampled = new Map([
+      ['gc', 100],
+      ['fastify', 300],
+    ] as const);
+    expect(scaledToCpu(sampled, 40)).toEqual({ gc: 10, fastify: 30 });
+    expect(scaledToCpu(new Map(), 40)).toEqual({});
   });
 
   it('names libraries by their folder and Node by its module', () => {

@@ -6,7 +6,7 @@
 import { pino, type Bindings } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
-import { slowRequestMs } from '../../src/http/plugins/observability.js';
+import { requestLogger, slowRequestMs } from '../../src/http/plugins/observability.js';
 import { positionHeader, positionToken } from '../../src/http/position.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
 import { offsetKey, ReadModelReader, type ApiReads } from '../../src/read-model/reader.js';
@@ -77,6 +77,29 @@ describe('the request log', () => {
       { reqId: 'failed-2' },
     ]);
     expect(api.ofRequest('failed-2').map((line) => line['level'])).toContain(50);
+  });
+
+  it("answers as pino's child would: its bindings, its levels, and a route's own level at once", () => {
+    const lines: Record<string, unknown>[] = [];
+    const parent = pino(
+      { level: 'info' },
+      { write: (line: string) => lines.push(JSON.parse(line) as never) },
+    );
+    const lazy = requestLogger(parent, { reqId: 'r-1' }, {}) as ReturnType<typeof requestLogger> &
+      Pick<typeof parent, 'bindings' | 'isLevelEnabled'>;
+    expect(lazy.isLevelEnabled('debug')).toBe(false);
+    expect(lazy.isLevelEnabled('info')).toBe(true);
+    expect(lazy.bindings()).toEqual({ reqId: 'r-1' });
+    lazy.debug('not written');
+    lazy.info('written');
+    lazy.child({ part: 'inner' }).warn('inner line');
+    // a route at debug: its logger is made at once with the route's level
+    requestLogger(parent, { reqId: 'r-2' }, { level: 'debug' }).debug('at the route level');
+    expect(lines.map((line) => [line['reqId'], line['part'], line['msg'], line['level']])).toEqual([
+      ['r-1', undefined, 'written', 30],
+      ['r-1', 'inner', 'inner line', 40],
+      ['r-2', undefined, 'at the route level', 20],
+    ]);
   });
 
   it('writes both lines of every request at debug, with the method, route and status', async () => {

@@ -64,19 +64,23 @@ type LineLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
  * A request's logger, made (pino's `child`, which writes out the request id's binding at once) only
  * when the request writes a line at a level that is on. Fastify asks for one per request; at the
  * default level an ordinary request writes none, and making it cost about 5 µs a request of pino's
- * and Fastify's time in `bench:profile`. A route's own level or serializers make it at once.
+ * time in `bench:profile` (bench/README.md). A route's own level or serializers make it at once.
+ * Beside the level methods it answers pino's `bindings()`, `isLevelEnabled()` and `flush()`.
  */
 class RequestLogger implements FastifyBaseLogger {
+  readonly #parent: FastifyBaseLogger;
+  readonly #bindings: Bindings;
+  readonly #options: ChildLoggerOptions;
   #made: FastifyBaseLogger | undefined;
 
-  constructor(
-    private readonly parent: FastifyBaseLogger,
-    private readonly bindings: Bindings,
-    private readonly options: ChildLoggerOptions,
-  ) {}
+  constructor(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions) {
+    this.#parent = parent;
+    this.#bindings = bindings;
+    this.#options = options;
+  }
 
   get level(): string {
-    return this.#made?.level ?? this.parent.level;
+    return this.#made?.level ?? this.#parent.level;
   }
 
   set level(level: string) {
@@ -84,16 +88,29 @@ class RequestLogger implements FastifyBaseLogger {
   }
 
   made(): FastifyBaseLogger {
-    return (this.#made ??= this.parent.child(this.bindings, this.options));
+    return (this.#made ??= this.#parent.child(this.#bindings, this.#options));
   }
 
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     return this.made().child(bindings, options);
   }
 
+  /** pino's: the bindings of this request's lines */
+  bindings(): Bindings {
+    return (this.made() as Partial<Pick<Logger, 'bindings'>>).bindings?.() ?? this.#bindings;
+  }
+
+  isLevelEnabled(level: string): boolean {
+    const logger = (this.#made ?? this.#parent) as Partial<Pick<Logger, 'isLevelEnabled'>>;
+    return logger.isLevelEnabled?.(level) ?? true;
+  }
+
+  flush(): void {
+    (this.#parent as Partial<Pick<Logger, 'flush'>>).flush?.();
+  }
+
   #line(level: LineLevel, args: unknown[]): void {
-    const on = (this.parent as Partial<Pick<Logger, 'isLevelEnabled'>>).isLevelEnabled?.(level) ?? true;
-    const logger = this.#made ?? (on ? this.made() : undefined);
+    const logger = this.#made ?? (this.isLevelEnabled(level) ? this.made() : undefined);
     if (logger !== undefined) logger[level](...(args as [string]));
   }
 
