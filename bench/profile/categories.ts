@@ -39,7 +39,7 @@ export type Category = (typeof categories)[number];
 
 const libraries: readonly [RegExp, Category][] = [
   [
-    /\/node_modules\/(pino|pino-[^/]+|sonic-boom|thread-stream|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free)\//,
+    /\/node_modules\/(pino|pino-[^/]+|@pinojs\/[^/]+|sonic-boom|thread-stream|fast-redact|quick-format-unescaped|atomic-sleep|on-exit-leak-free)\//,
     'logging (pino)',
   ],
   [/\/node_modules\/better-sqlite3\//, 'better-sqlite3 (its JavaScript)'],

@@ -84,6 +84,7 @@ describe('bench:profile categories', () => {
     expect(categoryOfUrl('file:///x/node_modules/fastify/lib/reply.js')).toBe('fastify');
     expect(categoryOfUrl('file:///x/node_modules/@fastify/ajv-compiler/index.js')).toBe('fastify');
     expect(categoryOfUrl('file:///x/node_modules/sonic-boom/index.js')).toBe('logging (pino)');
+    expect(categoryOfUrl('file:///x/node_modules/@pinojs/redact/index.js')).toBe('logging (pino)');
     expect(categoryOfUrl('file:///x/node_modules/better-sqlite3/lib/methods/transaction.js')).toBe(
       'better-sqlite3 (its JavaScript)',
     );
