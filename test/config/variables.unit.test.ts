@@ -7,6 +7,7 @@ import {
   roleOfTopic,
   type ServiceConfig,
 } from '../../src/config.js';
+import { streamRoles, streams } from '../../schemas/streams.js';
 
 /** The message of the one problem `env` has, or undefined when it loads. */
 function problemOf(env: Record<string, string>): string | undefined {
@@ -272,10 +273,8 @@ describe('the text variables', () => {
     for (const name of [
       'KAFKA_CLIENT_ID',
       'KAFKA_GROUP_ID',
-      'TOPIC_ORDERS',
-      'TOPIC_ORDER_STATUS',
-      'TOPIC_ARTICLES',
-      'TOPIC_API_KEYS',
+      // every declared stream's variable, from the registry
+      ...streamRoles.map((role) => streams[role].variable),
       'DATA_DIR',
       'HTTP_HOST',
       'ADMIN_HOST',

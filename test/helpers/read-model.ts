@@ -87,26 +87,50 @@ export function memoryReadModel(
 }
 
 /**
- * Every table of the model (offsets and dead-letter times aside), ordered, for equality checks; the
- * keys where the file holds them (a one-file model of tests and tools).
+ * The tables that record how a file was fed, not what it projects: what two files holding the same
+ * projection may differ in (offsets, dead letters and their times, versions, operators' records).
+ */
+const bookkeepingTables = new Set([
+  'consumer_offsets',
+  'dead_letters',
+  'projection_meta',
+  'operator_skips',
+  'accepted_history_losses',
+]);
+
+/**
+ * Every table the model projects, each ordered by its primary key, for equality checks: found in
+ * the file, so that a table a new stream adds is in the dump with no edit here. The keys are in it
+ * where the file holds them (a one-file model of tests and tools).
  */
 export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
-  return {
-    orders: db.prepare('SELECT * FROM orders ORDER BY order_id').all(),
-    ...storedCounters(db),
-    articles: db.prepare('SELECT * FROM articles ORDER BY article_id').all(),
-    ...(hasKeys(db) ? { api_keys: dumpKeys(db) } : {}),
-    ...storedDigests(db),
-  };
+  const tables = db
+    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name`)
+    .pluck()
+    .all() as string[];
+  return Object.fromEntries(
+    tables
+      .filter((table) => !bookkeepingTables.has(table))
+      .map((table) => [
+        table,
+        db.prepare(`SELECT * FROM "${table}" ORDER BY ${primaryKeyOf(db, table)}`).all(),
+      ]),
+  );
+}
+
+/** A table's primary key columns in their order, or its rowid. */
+function primaryKeyOf(db: ReadModelDatabase, table: string): string {
+  const columns = (db.pragma(`table_info("${table}")`) as { name: string; pk: number }[])
+    .filter((column) => column.pk > 0)
+    .sort((a, b) => a.pk - b.pk)
+    .map((column) => `"${column.name}"`);
+  return columns.length === 0 ? 'rowid' : columns.join(', ');
 }
 
 /** A dump's orders model alone: an orders model holds no keys, a one-file model of tests holds both. */
 export function ordersOnly(dump: Record<string, unknown[]>): Record<string, unknown[]> {
   return Object.fromEntries(Object.entries(dump).filter(([table]) => table !== 'api_keys'));
 }
-
-const hasKeys = (db: ReadModelDatabase): boolean =>
-  db.prepare(`SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'api_keys'`).get() !== undefined;
 
 const dumpKeys = (db: ReadModelDatabase): unknown[] =>
   db.prepare('SELECT * FROM api_keys ORDER BY key_id').all();

@@ -127,7 +127,7 @@ describe('ReadModelWriter', () => {
       'injected write failure',
     );
     expect(writer.storedOffset(testTopics.orders, 0)).toBe(first.length);
-    db.exec('UPDATE fail_writes SET armed = 0');
+    db.exec('DROP TRIGGER fail_order_update; DROP TABLE fail_writes');
     expect(writer.applyBatch(testTopics.orders, 0, decodeBatch('orders', second))).toMatchObject({
       applied: second.length,
       nextOffset: first.length + second.length,
