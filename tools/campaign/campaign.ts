@@ -50,7 +50,11 @@ import { insertOnlyOrg, organizations, World, type Draw } from './world.js';
 
 export interface CampaignOptions {
   seed: number;
-  /** stop drawing after this many steps or this long, whichever comes first */
+  /**
+   * stop drawing after this many steps or after this many minutes of steps, whichever comes first:
+   * the minutes count from the replicas' first ready, so that a slow set-up on a loaded machine
+   * does not take the steps' time
+   */
   steps: number;
   minutes: number;
   /** HTTP_WORKERS of every replica (default 1) */
@@ -312,12 +316,12 @@ class Campaign {
 
   async run(): Promise<CampaignReport> {
     const started = Date.now();
-    const deadline = started + this.options.minutes * 60_000;
     await this.publish({ events: this.world.genesis(), poison: [], revoked: [] }, 'none', 'plain');
     for (const replica of this.replicas) replica.start();
     await this.waitReady('the first start');
     this.revokedProbes.start();
     await this.pagePositions.start();
+    const deadline = Date.now() + this.options.minutes * 60_000;
     const scenario = [...(this.options.scenario ?? [])];
     for (let step = 1; step <= this.options.steps && Date.now() < deadline; step += 1) {
       this.invariants.step = step;
