@@ -63,8 +63,9 @@ type LineLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 /**
  * A request's logger, made (pino's `child`, which writes out the request id's binding at once) only
  * when the request writes a line at a level that is on. Fastify asks for one per request; at the
- * default level an ordinary request writes none, and making it cost about 5 µs a request of pino's
- * time in `bench:profile` (bench/README.md). A route's own level or serializers make it at once.
+ * default level an ordinary request writes none, and making it cost about 7 µs a request of pino's
+ * time in `bench:profile` (its binding and its redaction; bench/README.md). A route's own level or
+ * serializers make it at once.
  * Beside the level methods it answers pino's `bindings()`, `isLevelEnabled()` and `flush()`.
  */
 class RequestLogger implements FastifyBaseLogger {
