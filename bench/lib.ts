@@ -1,12 +1,11 @@
 /** Shared pieces of the benchmarks: broker, data set, processes, measurements. */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import {
-  builtServiceNodeFlags,
   createContractTopicSet,
   spawnServiceCommand,
   useServiceRuntime,
@@ -328,18 +327,12 @@ export async function startServiceProcess(
     }),
     ...extraEnv,
   };
-  const child =
-    serviceRoot === undefined
-      ? spawnServiceCommand(['serve'], env, ['ignore', 'ignore', 'inherit'])
-      : spawn(
-          process.execPath,
-          [...builtServiceNodeFlags, join(resolve(serviceRoot), 'dist', 'src', 'main.js'), 'serve'],
-          {
-            cwd: resolve(serviceRoot),
-            env,
-            stdio: ['ignore', 'ignore', 'inherit'],
-          },
-        );
+  const child = spawnServiceCommand(
+    ['serve'],
+    env,
+    ['ignore', 'ignore', 'inherit'],
+    serviceRoot === undefined ? {} : { root: serviceRoot },
+  );
   const exited = new Promise<number | null>((r) => child.on('exit', r));
   const pid = child.pid ?? 0;
   const service: ServiceProcess = {

@@ -43,27 +43,32 @@ export function useServiceRuntime(runtime: ServiceRuntime): void {
   serviceRuntime = runtime;
 }
 
-/** The arguments of `node` that run a command of the service's executable as the chosen runtime. */
-export function serviceArgv(args: readonly string[]): string[] {
+/**
+ * The arguments of `node` that run a command of the service's executable as the chosen runtime;
+ * `root`: the checkout it runs from (another one: bench:profile's `--before`).
+ */
+export function serviceArgv(args: readonly string[], root: string = projectRoot): string[] {
   const entry =
     serviceRuntime === 'dist'
-      ? [...builtServiceNodeFlags, join(projectRoot, 'dist', 'src', 'main.js')]
-      : ['--import', 'tsx', join(projectRoot, 'src', 'main.ts')];
+      ? [...builtServiceNodeFlags, join(root, 'dist', 'src', 'main.js')]
+      : ['--import', 'tsx', join(root, 'src', 'main.ts')];
   return [...entry, ...args];
 }
 
 /**
  * Runs a command of the service's executable with `env`, as the chosen runtime. `detached`: in a
- * process group of its own, so that a Ctrl-C in the terminal reaches the caller alone.
+ * process group of its own, so that a Ctrl-C in the terminal reaches the caller alone. `root`: the
+ * checkout to run it from, this one by default.
  */
 export function spawnServiceCommand(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
-  options: { detached?: boolean } = {},
+  options: { detached?: boolean; root?: string } = {},
 ): ChildProcess {
-  return spawn(process.execPath, serviceArgv(args), {
-    cwd: projectRoot,
+  const root = resolve(options.root ?? projectRoot);
+  return spawn(process.execPath, serviceArgv(args, root), {
+    cwd: root,
     env,
     stdio,
     detached: options.detached === true,

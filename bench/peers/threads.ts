@@ -33,10 +33,14 @@ export function threadTicks(pid: number): Map<number, { name: string; ticks: num
   return threads;
 }
 
-/** The CPU ms of each thread between two samples, the busiest first, threads under 1 % of the total left out. */
+/**
+ * The CPU ms of each thread between two samples, the busiest first; threads at or under `minShare`
+ * of the total (1 % by default; 0 keeps every thread that ran) left out.
+ */
 export function threadCpuMs(
   before: ReadonlyMap<number, { name: string; ticks: number }>,
   after: ReadonlyMap<number, { name: string; ticks: number }>,
+  minShare = 0.01,
 ): { tid: number; name: string; cpuMs: number }[] {
   const all = [...after].map(([tid, t]) => ({
     tid,
@@ -44,7 +48,7 @@ export function threadCpuMs(
     cpuMs: (t.ticks - (before.get(tid)?.ticks ?? 0)) * 10,
   }));
   const total = all.reduce((sum, t) => sum + t.cpuMs, 0);
-  return all.filter((t) => t.cpuMs > total / 100).sort((a, b) => b.cpuMs - a.cpuMs);
+  return all.filter((t) => t.cpuMs > total * minShare).sort((a, b) => b.cpuMs - a.cpuMs);
 }
 
 /** Each epoll instance of `pid` (by its descriptor) and the descriptors it watches. */

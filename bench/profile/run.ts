@@ -40,7 +40,8 @@ import { apiLoads, sampleSourceOf, type Endpoint } from '../peer.js';
 import { assertSameAnswers, compareAnswers, sampleRequests } from '../peers/compare.js';
 import { buildPeer } from '../peers/postgres/process.js';
 import { treeCpuMs } from '../peers/proc.js';
-import { threadTicks } from '../peers/threads.js';
+import { spread } from '../peers/rounds.js';
+import { threadCpuMs, threadTicks } from '../peers/threads.js';
 import { requestSequence, wrk, writeSequence, type SequenceFile } from '../peers/wrk.js';
 import { note, phase } from '../progress.js';
 import { startFloorProcess } from '../floor/process.js';
@@ -117,11 +118,9 @@ async function profiled(
       to = nowMicros();
       cpuMs = treeCpuMs([side.pid]) - cpuBefore;
       requests = load.requests;
-      // every thread, however little it ran (ticks of 10 ms), summed by name
-      for (const [tid, thread] of threadTicks(side.pid)) {
-        const ms = (thread.ticks - (ticksBefore.get(tid)?.ticks ?? 0)) * 10;
-        byThreadName[thread.name] = (byThreadName[thread.name] ?? 0) + (ms * 1000) / requests;
-      }
+      // every thread that ran, however little, summed by name
+      for (const thread of threadCpuMs(ticksBefore, threadTicks(side.pid), 0))
+        byThreadName[thread.name] = (byThreadName[thread.name] ?? 0) + (thread.cpuMs * 1000) / requests;
       for (const name of Object.keys(byThreadName)) byThreadName[name] = round1(byThreadName[name]!);
       if (load.errors > 0) throw new Error(`${load.errors} requests failed`);
     } finally {
@@ -259,10 +258,6 @@ try {
     }
   }
 
-  const median = (xs: number[]): number => {
-    const s = [...xs].sort((a, b) => a - b);
-    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-  };
   const threadNames = [
     ...new Set(
       Object.values(runs).flatMap((bySide) =>
@@ -298,7 +293,10 @@ try {
     summary[endpoint] = {};
     for (const name of names)
       summary[endpoint][name] = Object.fromEntries(
-        rows.map((row) => [row, round1(median(runs[endpoint][name]!.map((run) => figureOf(run, row))))]),
+        rows.map((row) => [
+          row,
+          round1(spread(runs[endpoint][name]!.map((run) => figureOf(run, row))).median),
+        ]),
       );
     const others = names.filter((n) => n !== 'floor');
     table += `\n${endpoint}: µs per request, median of ${rounds} rounds\n| category | ${names.join(' | ')} | ${others.map((n) => `${n} − floor`).join(' | ')} |\n`;
