@@ -95,7 +95,7 @@ export function serviceEnvSchema() {
     KAFKA_SESSION_TIMEOUT_MS: timerMs(decimalInteger.pipe(z.number().min(1000))).default(10_000),
     /** codec of what this service publishes (`keys issue`, `keys revoke`, `demo-data`); every codec is read */
     KAFKA_COMPRESSION: z.enum(['none', 'gzip', 'snappy', 'lz4', 'zstd']).default('none'),
-    /** each stream's topic (`streams.ts`): TOPIC_ORDERS, TOPIC_ORDER_STATUS, TOPIC_ARTICLES, TOPIC_API_KEYS */
+    /** each stream's topic, in the variable its declaration names (`streams.ts`) */
     ...topicSchemas(),
     DATA_DIR: z.string().min(1).default('data'),
     HTTP_HOST: z.string().min(1).default('0.0.0.0'),

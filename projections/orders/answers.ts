@@ -61,6 +61,17 @@ export const articleFields = {
 } as const satisfies AnswerFields<Article, ArticleRow>;
 
 /**
+ * Every answer, by name: what the digests (`digests.ts`) and the rule's test are keyed by, so that a
+ * new answer declared here and missing there does not compile.
+ */
+export const answers = {
+  order: orderFields,
+  articleListOrder: articleListOrderFields,
+  article: articleFields,
+} as const;
+export type AnswerName = keyof typeof answers;
+
+/**
  * Columns a digest covers although no field shows them: the page's order follows the creation time
  * to the nanosecond, and who may see an order follows its organization.
  */
@@ -68,7 +79,7 @@ export const alsoTagged = {
   order: ['created_at_sub'],
   articleListOrder: ['org_id'],
   article: [],
-} as const satisfies Record<string, readonly (keyof OrderRow | keyof ArticleRow)[]>;
+} as const satisfies Record<AnswerName, readonly (keyof OrderRow | keyof ArticleRow)[]>;
 
 type AnyFields = Readonly<Record<string, FieldSpec<string>>>;
 

@@ -15,7 +15,14 @@
  * A digest is a 53-bit integer (a safe JavaScript integer, an SQLite INTEGER), so a change leaves a
  * digest unchanged by chance with probability 2^-53.
  */
-import { alsoTagged, articleFields, articleListOrderFields, orderFields, taggedColumns } from './answers.js';
+import {
+  alsoTagged,
+  articleFields,
+  articleListOrderFields,
+  orderFields,
+  taggedColumns,
+  type AnswerName,
+} from './answers.js';
 import type { ArticleRow, OrderRow } from './rows.js';
 
 /** A digest as its two halves: `hi` holds the top 21 bits, `lo` the low 32. */
@@ -81,7 +88,7 @@ const layouts = {
   order: ['order_id', 'listed_status', 'created_at_ms', 'created_at_sub', 'distribution_ms', 'title'],
   articleListOrder: ['order_id', 'org_id', 'title'],
   article: ['article_id', 'published_at_ms', 'article_url', 'website_domain'],
-} as const;
+} as const satisfies Record<AnswerName, readonly string[]>;
 
 /** The hashed text of a row: `prefix`, then each tagged column in layout order, `|`-separated. */
 function digestText<Row>(

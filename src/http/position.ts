@@ -49,7 +49,7 @@ export const unknownBuiltTopic = (topic: string): ApiError =>
   new ApiError(
     400,
     'Invalid read position',
-    `X-Read-Position names the topic ${topic}, which this API does not read orders, statuses or articles from. Name a record of one it reads, or send the request without it.`,
+    `X-Read-Position names the topic ${topic}, which is not one of the topics this API reads. Name a record of one it reads, or send the request without it.`,
   );
 
 export const positionNotReached = (waitedMs: number): ApiError =>

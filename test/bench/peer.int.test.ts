@@ -33,20 +33,9 @@ import { peerAppliedMessages, startPeerProcess } from '../../bench/peers/postgre
 import { peerDesigns } from '../../bench/peers/postgres/schema.js';
 import { servingSettings, startPeerPostgres } from '../../bench/peers/postgres/server.js';
 import type { DomainEvent } from '../../schemas/events.js';
-import type { TopicRole } from '../../schemas/streams.js';
+import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 import { ModelFiles } from '../../src/read-model/files.js';
 import { appliedMessages, topicEndOffsets } from '../../tools/model-progress.js';
-
-const topicOf: Record<DomainEvent['type'], TopicRole> = {
-  'order.created': 'orders',
-  'order.updated': 'orders',
-  'order.deleted': 'orders',
-  'order.status_changed': 'orderStatus',
-  'article.published': 'articles',
-  'article.removed': 'articles',
-  'api_key.issued': 'apiKeys',
-  'api_key.revoked': 'apiKeys',
-};
 
 async function publish(
   kafka: Kafka,
@@ -58,7 +47,7 @@ async function publish(
   for (const event of events) {
     const key = 'order_id' in event.data ? String(event.data.order_id) : event.data.key_id;
     await producer.send({
-      topic: topics[topicOf[event.type]],
+      topic: topics[topicRoleOfType.get(event.type)!],
       messages: [{ key, value: JSON.stringify(event) }],
     });
   }

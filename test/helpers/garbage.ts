@@ -1,4 +1,4 @@
-import { topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
+import { streamRoles, topicRoleOfType, type TopicRole } from '../../schemas/streams.js';
 import { at } from './events.js';
 
 const envelope = (i: number, type: string, data: unknown): Buffer =>
@@ -45,10 +45,11 @@ const kinds: { reason: string; make: (i: number) => Buffer | null; type?: string
 export function garbageMessages(
   count: number,
 ): { role: TopicRole; key: string; raw: Buffer | null; reason: string }[] {
-  const roles: TopicRole[] = ['orders', 'orderStatus', 'articles', 'apiKeys'];
+  const roles = streamRoles;
   return Array.from({ length: count }, (_, i) => {
     const kind = kinds[i % kinds.length]!;
-    const role = roles[i % roles.length]!;
+    // each round of the kinds starts one stream further on, so every kind meets every stream
+    const role = roles[(i + Math.floor(i / kinds.length)) % roles.length]!;
     const misplaced = kind.type !== undefined && topicRoleOfType.get(kind.type) !== role;
     return { role, key: `garbage-${i}`, raw: kind.make(i), reason: misplaced ? 'wrong_topic' : kind.reason };
   });

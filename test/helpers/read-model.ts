@@ -15,7 +15,7 @@ import {
 } from '../../projections/orders/digests.js';
 import { DAY_MS } from '../../projections/orders/listing.js';
 import type { ArticleRow, OrderRow } from '../../projections/orders/rows.js';
-import type { TopicRole } from '../../schemas/streams.js';
+import { perStream, streams, type TopicRole } from '../../schemas/streams.js';
 import type { DomainEvent } from '../../schemas/events.js';
 import { openOneFileModel, openReadModel, type ReadModelDatabase } from '../../src/read-model/database.js';
 import { ReadModelWriter } from '../../src/read-model/writer.js';
@@ -23,12 +23,9 @@ import { roleOfTopic } from '../../src/config.js';
 import { decodeBatch } from '../../src/projector/decode.js';
 import { roleOf } from './events.js';
 
-export const testTopics: Record<TopicRole, string> = {
-  orders: 'orders',
-  orderStatus: 'order-status',
-  articles: 'articles',
-  apiKeys: 'api-keys',
-};
+export const testTopics: Record<TopicRole, string> = perStream((role) =>
+  streams[role].defaultTopic.replace(/^pr\./, ''),
+);
 
 /** An in-memory read model holding the keys too (or the given file), with a writer, fed events directly (no Kafka). */
 export function memoryReadModel(
@@ -173,12 +170,21 @@ export function deadLettersIn(
   });
 }
 
-/** The digests kept by the projection (org_digests, order_digests), ordered. */
+/**
+ * The digests kept by the projection: every `…_digests` table of the file, ordered by its key. Found
+ * in the file, so that a digest table `recomputedDigests` does not recompute fails the comparison.
+ */
 export function storedDigests(db: ReadModelDatabase): Record<string, unknown[]> {
-  return {
-    org_digests: db.prepare('SELECT org_id, digest FROM org_digests ORDER BY org_id').all(),
-    order_digests: db.prepare('SELECT order_id, digest FROM order_digests ORDER BY order_id').all(),
-  };
+  const tables = db
+    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '%\\_digests' ESCAPE '\\'`)
+    .pluck()
+    .all() as string[];
+  return Object.fromEntries(
+    tables.map((table) => [
+      table,
+      db.prepare(`SELECT * FROM "${table}" ORDER BY ${primaryKeyOf(db, table)}`).all(),
+    ]),
+  );
 }
 
 /** The digests recomputed from every row: what `storedDigests` must always equal. */

@@ -141,7 +141,7 @@ describe('a request presenting a built position', () => {
       expect(unknown.status, topic).toBe(400);
       expect(unknown.body).toEqual({
         error: 'Invalid read position',
-        message: `X-Read-Position names the topic ${topic}, which this API does not read orders, statuses or articles from. Name a record of one it reads, or send the request without it.`,
+        message: `X-Read-Position names the topic ${topic}, which is not one of the topics this API reads. Name a record of one it reads, or send the request without it.`,
       });
     }
   });

@@ -2,8 +2,8 @@
  * The peer as one process, as a team would run it: its schema, its consumer and its API against a
  * PostgreSQL server named by the environment. Prints `listening <port>` once it answers.
  *
- *   PEER_PG_URL=postgres://user:password@127.0.0.1:port/db KAFKA_BROKERS=… TOPIC_ORDERS=… TOPIC_ORDER_STATUS=…
- *   TOPIC_ARTICLES=… TOPIC_API_KEYS=… PEER_GROUP_ID=… PEER_HTTP_PORT=… [PEER_PARTITIONS_CONCURRENTLY=3]
+ *   PEER_PG_URL=postgres://user:password@127.0.0.1:port/db KAFKA_BROKERS=… TOPIC_…=… (each stream's
+ *   variable, `schemas/streams.ts`) PEER_GROUP_ID=… PEER_HTTP_PORT=… [PEER_PARTITIONS_CONCURRENTLY=3]
  *   [PEER_DESIGN=naive|competent] node dist/peer/bench/peers/postgres/main.js
  *
  * The naive design answers from a pool of 10 connections; the competent one from a pool of one

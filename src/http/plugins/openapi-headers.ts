@@ -8,11 +8,11 @@ export interface HeaderObject {
   schema: { type: 'string'; const?: string; enum?: string[] };
 }
 
-/** The validators both endpoints send, on 200 and on 304 (`conditional.ts`); new objects per use. */
+/** The validators every endpoint sends, on 200 and on 304 (`conditional.ts`); new objects per use. */
 export const validatorHeaders = (): Record<string, HeaderObject> => ({
   ETag: {
     description:
-      'Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`.',
+      'Weak entity tag of the answer, derived from the projection version, a digest of every field the answer shows and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`.',
     schema: { type: 'string' },
   },
   'Cache-Control': {

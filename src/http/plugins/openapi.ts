@@ -50,8 +50,14 @@ function documentPath(url: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
-/** The named schemas (`schemas/api.ts`), which answers refer to; zod's input copies are not used. */
-const componentNames = ['Order', 'OrderList', 'Article', 'ArticleList', 'Error'];
+/**
+ * The named schemas (`.meta({ id })` in `schemas/api.ts`), which answers refer to. The provider also
+ * writes an input copy of each (`<id>Input`); none is used, so none is kept.
+ */
+const namedSchemas = (schemas: Record<string, unknown>): Record<string, unknown> =>
+  Object.fromEntries(
+    Object.entries(schemas).filter(([name]) => !(name.endsWith('Input') && name.slice(0, -5) in schemas)),
+  );
 
 interface OperationObject {
   operationId?: string;
@@ -157,7 +163,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       withConditionalHeaders(openapi.paths ?? {}, routes);
       openapi.components = {
         ...openapi.components,
-        schemas: Object.fromEntries(componentNames.map((name) => [name, schemas[name]])),
+        schemas: namedSchemas(schemas),
       };
       return document.openapiObject;
     },

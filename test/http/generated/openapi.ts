@@ -155,7 +155,7 @@ export interface operations {
             /** @description The page. Headers: `ETag` (weak, naming the organization and the query, from a digest of its listed orders: equal on every replica holding the same orders), `X-Read-Position`, `Cache-Control: private, no-cache`, `Link` (RFC 8288) with `first`, `prev`, `next` and `last` pages for the applied limit and status (`next`, and `prev` on a cursor page, by `cursor`). */
             200: {
                 headers: {
-                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
+                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of every field the answer shows and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";
@@ -186,7 +186,7 @@ export interface operations {
             /** @description Not Modified: If-None-Match names the current ETag (weak comparison; a list of tags and `*` are accepted). No body. */
             304: {
                 headers: {
-                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
+                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of every field the answer shows and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";
@@ -358,7 +358,7 @@ export interface operations {
             /** @description The articles. Headers: `ETag` (weak, from a digest of the order’s title and articles: equal on every replica holding the same), `X-Read-Position`, `Cache-Control: private, no-cache`. */
             200: {
                 headers: {
-                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
+                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of every field the answer shows and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";
@@ -387,7 +387,7 @@ export interface operations {
             /** @description Not Modified: If-None-Match names the current ETag (weak comparison; a list of tags and `*` are accepted). No body. */
             304: {
                 headers: {
-                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of what the answer shows (the organization’s listed orders for `/orders`, the order’s title and articles for articles) and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
+                    /** @description Weak entity tag of the answer, derived from the projection version, a digest of every field the answer shows and what the request selects, the organization included. It depends on the data alone: every replica holding the same data gives the same tag. Send it back in `If-None-Match`. */
                     ETag?: string;
                     /** @description The answer may be kept by the caller only, and revalidated before each use. */
                     "Cache-Control"?: "private, no-cache";

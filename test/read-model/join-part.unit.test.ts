@@ -1,0 +1,53 @@
+/**
+ * A rebuild builds its parts in files of their own and joins each into one (`joinPartSql`,
+ * `src/projector/rebuild.ts`). A table the join leaves out, or a column it does not copy, would be
+ * lost with no error: whatever a part projected into it is simply not in the file served. So every
+ * table of the model's schema is joined, with every column, here checked against the schema itself.
+ */
+import { readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { schemaSqlFile } from '../../projections/orders/schema.js';
+import { joinPartSql } from '../../projections/orders/sql.js';
+
+/** Written by the joined file itself, never by a part: its projection version and topic ids. */
+const notJoined = new Set(['projection_meta']);
+/** Columns the join leaves for SQLite to assign: dead letters are numbered again in the joined file. */
+const assigned: Record<string, string[]> = { dead_letters: ['id'] };
+
+const db = new Database(':memory:');
+db.exec(readFileSync(schemaSqlFile, 'utf8'));
+const tables = db
+  .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name`)
+  .pluck()
+  .all() as string[];
+const columnsOf = (table: string): string[] =>
+  (db.pragma(`table_info("${table}")`) as { name: string }[]).map((column) => column.name);
+
+/** The columns each statement of the join inserts, by table. */
+const joined = new Map<string, string[]>();
+for (const sql of joinPartSql) {
+  const insert = /^INSERT INTO (\w+) \(([^)]*)\) SELECT .* FROM part\.(\w+)/s.exec(sql);
+  if (insert === null) continue;
+  expect(insert[3], 'a table is joined from the same table of the part').toBe(insert[1]);
+  joined.set(
+    insert[1]!,
+    insert[2]!.split(',').map((column) => column.trim().replaceAll('"', '')),
+  );
+}
+
+describe("a rebuild's join of its parts", () => {
+  it('knows every table of the schema', () => {
+    expect(tables.length).toBeGreaterThan(notJoined.size);
+    const missing = tables.filter((table) => !notJoined.has(table) && !joined.has(table));
+    expect(missing, 'tables of schema.sql that joinPartSql leaves out').toEqual([]);
+  });
+
+  it.each(tables.filter((table) => !notJoined.has(table)))('copies every column of %s', (table) => {
+    const copied = joined.get(table) ?? [];
+    const left = columnsOf(table).filter(
+      (column) => !copied.includes(column) && !(assigned[table] ?? []).includes(column),
+    );
+    expect(left, `columns of ${table} that joinPartSql does not copy`).toEqual([]);
+  });
+});
