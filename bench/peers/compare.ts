@@ -5,6 +5,7 @@
  */
 import { get } from 'node:http';
 import { isDeepStrictEqual } from 'node:util';
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 
 export interface SampleRequest {
   /** path and query, from the API prefix's origin */
@@ -56,7 +57,7 @@ export function sampleRequests(
   const requests: SampleRequest[] = [];
   const as = (org: number): string => `Bearer ${source.keyOf(org)}`;
   for (const org of orgs) {
-    for (const status of ['all', 'finished', 'processing'] as const) {
+    for (const status of ORDER_STATUS_FILTERS) {
       const total = source.totalOf(org, status);
       const statusQuery = status === 'all' ? '' : `&status=${status}`;
       const pages: [string, string][] = [

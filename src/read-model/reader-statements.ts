@@ -10,23 +10,22 @@ import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/r
 import { lackedAnswerColumns, type FileColumns, type readSql } from '../../projections/orders/read-sql.js';
 import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
-/** Statements whose rows are read as arrays: a page of 50 orders is 50 arrays, not 50 keyed objects. */
-const rawStatements: ReadonlySet<string> = new Set([
-  'listOrders',
-  'listOrdersByStatus',
-  'listOrdersFromDay',
-  'listOrdersByStatusFromDay',
-  'listOrdersAfter',
-  'listOrdersByStatusAfter',
-  'listOrdersBefore',
-  'listOrdersByStatusBefore',
-  'ordersPerDay',
-  'ordersPerDayByStatus',
-  'articlesOfOrder',
+/**
+ * Statements whose rows are read as objects by name: a count, the position, SQLite's counter. Every
+ * other statement is read as arrays, mapped by position (`answer-rows.ts`): a page of 50 orders is
+ * 50 arrays, not 50 keyed objects, and a new answer's statement needs no entry here.
+ */
+const keyedStatements: ReadonlySet<string> = new Set<keyof typeof readSql>([
+  'countOrders',
+  'countOrdersByStatus',
+  'positions',
+  'dataVersion',
 ]);
 
-type DayStatement = 'ordersPerDay' | 'ordersPerDayByStatus';
-export type DigestStatement = 'orgDigest' | 'orderDigest';
+const dayStatements = ['ordersPerDay', 'ordersPerDayByStatus'] as const;
+const digestStatements = ['orgDigest', 'orderDigest'] as const;
+type DayStatement = (typeof dayStatements)[number];
+export type DigestStatement = (typeof digestStatements)[number];
 
 export interface ReadStatements {
   /** what every file answers */
@@ -78,14 +77,9 @@ export function prepareReads(db: ReadModelDatabase, identity: () => string): Rea
   const namesFile = layout.tagNamesFile || lackedAnswerColumns(columns).length > 0;
   const prepare = (name: keyof typeof readSql): Statement => {
     const statement = db.prepare(sql[name]);
-    return rawStatements.has(name) ? statement.raw(true) : statement;
+    return keyedStatements.has(name) ? statement : statement.raw(true);
   };
-  const apart: ReadonlySet<string> = new Set<DayStatement | DigestStatement>([
-    'ordersPerDay',
-    'ordersPerDayByStatus',
-    'orgDigest',
-    'orderDigest',
-  ]);
+  const apart: ReadonlySet<string> = new Set([...dayStatements, ...digestStatements]);
   const queries = Object.fromEntries(
     (Object.keys(sql) as (keyof typeof readSql)[])
       .filter((name) => !apart.has(name))

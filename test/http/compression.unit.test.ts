@@ -202,14 +202,15 @@ describe('Accept-Encoding', () => {
 });
 
 describe('the OpenAPI document', () => {
-  it('lists Content-Encoding and Vary on both endpoints’ 200 and Vary on their 304, as they are sent', async () => {
+  it('lists Content-Encoding and Vary on every endpoint’s 200 and Vary on its 304, as they are sent', async () => {
     const document = (await app.inject({ method: 'GET', url: '/api/external-api/v1/openapi.json' })).json<{
       paths: Record<
         string,
         { get: { responses: Record<string, { headers: Record<string, { schema: object }> }> } }
       >;
     }>();
-    for (const path of ['/orders', '/orders/{id}/articles']) {
+    expect(Object.keys(document.paths)).toContain('/orders');
+    for (const path of Object.keys(document.paths)) {
       const { responses } = document.paths[path]!.get;
       expect(responses['200']!.headers['Content-Encoding']!.schema).toEqual({
         type: 'string',

@@ -132,7 +132,8 @@ describe('rate limiting and request limits', () => {
     const budget = ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
     expect(budget.filter((name) => sent.headers.has(name))).toEqual(budget);
     expect([...budget, 'retry-after'].filter((name) => limited.headers.has(name))).toHaveLength(4);
-    for (const path of ['/orders', '/orders/{id}/articles']) {
+    expect(Object.keys(document.paths)).toContain('/orders');
+    for (const path of Object.keys(document.paths)) {
       const responses = document.paths[path]!.get.responses;
       for (const [status, response] of Object.entries(responses)) {
         const names = Object.keys(response.headers ?? {}).map((name) => name.toLowerCase());

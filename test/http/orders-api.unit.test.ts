@@ -13,6 +13,7 @@ import {
 } from '../helpers/events.js';
 import { issueKeyOf, keyOf, startTestApi, type TestApi } from '../helpers/api.js';
 import { apiReadsOfOneFile } from '../../src/keys/key-lookup.js';
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 
 const ORG = 1;
 const OTHER_ORG = 2;
@@ -133,7 +134,7 @@ describe('GET /orders (SPEC rules)', () => {
           message: 'status must be one of: `all`, `finished`, `processing`.',
         });
         const message = (response.body as { message: string }).message;
-        for (const allowed of ['all', 'finished', 'processing']) expect(message).toContain(allowed);
+        for (const allowed of ORDER_STATUS_FILTERS) expect(message).toContain(allowed);
       }
     }));
 

@@ -4,6 +4,7 @@ import type { DomainEvent } from '../../schemas/events.js';
 import { articlePublished, at, orderCreated } from '../helpers/events.js';
 import { issueKeyOf, keyOf, startTestApi } from '../helpers/api.js';
 import { deliveryArbitrary, historyArbitrary } from '../helpers/histories.js';
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 
 interface Page {
   data: { id: number }[];
@@ -26,7 +27,7 @@ describe('pagination (property)', () => {
       fc.asyncProperty(
         orgOrders,
         fc.array(fc.integer({ min: 1, max: 25 }), { minLength: 1, maxLength: 80 }),
-        fc.constantFrom('all', 'finished', 'processing'),
+        fc.constantFrom(...ORDER_STATUS_FILTERS),
         async (orders, limits, status) => {
           const events: DomainEvent[] = [
             issueKeyOf(1),

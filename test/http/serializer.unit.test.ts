@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ArticleList, OrderList } from '../../schemas/api.js';
+import { ArticleList, ORDER_STATUSES, OrderList } from '../../schemas/api.js';
 import { articleListJson, orderListJson, responseSerializerCompiler } from '../../src/http/serializer.js';
 import { formatApiTimestamp } from '../../src/read-model/api-timestamps.js';
 
@@ -23,7 +23,7 @@ const orderList = fc.record({
     fc.record({
       id,
       press_release_title: text,
-      order_status: fc.constantFrom('finished' as const, 'processing' as const),
+      order_status: fc.constantFrom(...ORDER_STATUSES),
       distribution_date_utc: timestamp,
       created_at: timestamp,
     }),

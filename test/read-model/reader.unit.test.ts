@@ -7,6 +7,7 @@ import { offsetKey, ReadModelReader, type Positions } from '../../src/read-model
 import { apiKeyIssued, orderCreated, orderDeleted, statusChanged, at } from '../helpers/events.js';
 import { memoryReadModel, testTopics } from '../helpers/read-model.js';
 import { tempDir } from '../helpers/temp.js';
+import { ORDER_STATUSES } from '../../schemas/api.js';
 
 const reference = (epochMs: number): string => new Date(epochMs).toISOString().slice(0, 19).replace('T', ' ');
 
@@ -62,7 +63,7 @@ describe('ReadModelReader deep offsets', () => {
           }),
           { maxLength: 40 },
         ),
-        fc.constantFrom(null, 'finished' as const, 'processing' as const),
+        fc.constantFrom(null, ...ORDER_STATUSES),
         fc.integer({ min: 1, max: 7 }),
         (orders, status, limit) => {
           const { db, apply } = memoryReadModel();

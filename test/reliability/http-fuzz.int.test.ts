@@ -26,22 +26,7 @@ const api = await startTestApi(
 );
 
 const text = fc.oneof(
-  fc.constantFrom(
-    '',
-    '0',
-    '1',
-    '-1',
-    '+5',
-    '50',
-    '200',
-    '201',
-    '1.5',
-    '1e3',
-    'abc',
-    'all',
-    'finished',
-    'processing',
-  ),
+  fc.constantFrom('', '0', '1', '-1', '+5', '50', '200', '201', '1.5', '1e3', 'abc', ...ORDER_STATUS_FILTERS),
   fc.constantFrom('9'.repeat(16), '9'.repeat(40), '-0', ' 1', '١٢', 'FINISHED', 'null', '[]', '%', '💥'),
   fc.string({ maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 8 }),

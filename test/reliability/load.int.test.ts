@@ -15,6 +15,7 @@ import { at, statusChanged } from '../helpers/events.js';
 import { waitUntil } from '../helpers/kafka.js';
 import { runLoad } from '../../tools/load.js';
 import { serviceFixture } from '../helpers/service.js';
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 
 const orders = 20_000;
 
@@ -50,7 +51,7 @@ describe('load', () => {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     })();
-    const statuses = ['all', 'finished', 'processing'];
+    const statuses = ORDER_STATUS_FILTERS;
     const started = Date.now();
     const loadDone = new AbortController();
     // Resolves once the load has lasted durationMs and a batch was applied beside it, or when the load ends.
@@ -72,7 +73,7 @@ describe('load', () => {
           : {
               url: fixture.apiUrl(
                 service,
-                `/orders?status=${statuses[i % 3]!}&limit=${1 + (i % 200)}&offset=${(i * 31) % 3000}`,
+                `/orders?status=${statuses[i % statuses.length]!}&limit=${1 + (i % 200)}&offset=${(i * 31) % 3000}`,
               ),
               headers: auth,
             },

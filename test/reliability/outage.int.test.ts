@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { freePort, startLocalBroker, stopLocalBroker, type LocalBroker } from '../../tools/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../../tools/model-progress.js';
 import { endOffsetsVia } from '../helpers/kafkajs-port.js';
-import { API_PREFIX } from '../../schemas/api.js';
+import { API_PREFIX, ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import { loadConfig } from '../../src/config.js';
 import { startService } from '../../src/service.js';
 import { issueKeyOf, keyOf } from '../helpers/api.js';
@@ -80,13 +80,13 @@ describe('broker outage', () => {
     );
     let finished: () => void = () => undefined;
     const done = new Promise<void>((resolve) => (finished = resolve));
-    const statuses = ['all', 'finished', 'processing'];
+    const statuses = ORDER_STATUS_FILTERS;
     const load = runLoad({
       durationMs: 300_000,
       concurrency: 4,
       until: done,
       next: (i) => ({
-        url: `${base}/orders?status=${statuses[i % 3]!}&limit=${1 + (i % 50)}&offset=${i % 500}`,
+        url: `${base}/orders?status=${statuses[i % statuses.length]!}&limit=${1 + (i % 50)}&offset=${i % 500}`,
         headers: auth,
       }),
     });

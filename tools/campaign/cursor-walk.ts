@@ -17,6 +17,7 @@
  * - Each answer's position is at least the one presented; a 503 with Retry-After is retried on a
  *   replica, a few times, then the walk ends (undecided: nothing held missed).
  */
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 import type { Replica } from './cluster.js';
 import type { Invariants } from './invariants.js';
 import type { Oracle } from './oracle.js';
@@ -59,7 +60,11 @@ interface Row {
   created_at: string;
 }
 
-type Status = 'all' | 'finished' | 'processing';
+type Status = (typeof ORDER_STATUS_FILTERS)[number];
+/** `all` three times as often as each status. */
+const statusWeights = Object.fromEntries(
+  ORDER_STATUS_FILTERS.map((status) => [status, status === 'all' ? 3 : 1]),
+) as Record<Status, number>;
 
 const prefix = '/api/external-api/v1';
 const maxPages = 200;
@@ -82,7 +87,7 @@ export class CursorWalks {
   async walk(): Promise<string> {
     const { random, world, oracle } = this.host;
     const org = random.pick(organizations);
-    const status = random.weighted<Status>({ all: 3, finished: 1, processing: 1 });
+    const status = random.weighted<Status>(statusWeights);
     const limit = random.int(2, 12);
     this.position = null;
     const said = `a cursor walk of organization ${org}'s orders (status=${status}, limit=${limit})`;

@@ -176,8 +176,8 @@ export class Oracle {
     };
   }
 
-  /** Every listed order of `org` with `status` (`all`, `finished`, `processing`), newest first. */
-  ordersOf(org: number, status: 'all' | 'finished' | 'processing' = 'all'): ExpectedOrder[] {
+  /** Every listed order of `org` with `status` (`all` or a shown status), newest first. */
+  ordersOf(org: number, status: 'all' | OrderStatus = 'all'): ExpectedOrder[] {
     const rows: { order: ExpectedOrder; createdAt: string }[] = [];
     for (const [id, facts] of this.orders) {
       const listed = this.listed(id);

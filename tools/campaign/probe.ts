@@ -5,6 +5,7 @@ import type { Invariants, Memory } from './invariants.js';
 import type { Oracle } from './oracle.js';
 import type { Random } from './random.js';
 import { organizations, type World } from './world.js';
+import { ORDER_STATUS_FILTERS } from '../../schemas/api.js';
 
 export interface Answer {
   status: number;
@@ -118,7 +119,7 @@ export class Prober {
     const found: string[] = [];
     for (const org of organizations) {
       const key = this.world.permanentKey(org);
-      for (const status of ['all', 'finished', 'processing'] as const) {
+      for (const status of ORDER_STATUS_FILTERS) {
         const answer = await get(replica.apiUrl(`/orders?limit=200&status=${status}`), key);
         const expected = this.oracle.ordersOf(org, status);
         const want = { data: expected, total: expected.length, limit: 200, offset: 0 };
