@@ -19,11 +19,27 @@ export const keysWriteSql = {
       .join(', ')}`,
 } as const;
 
-/** What authentication reads (`src/keys/`): a key by its hash, and by its id. */
-const keyColumns = 'key_id, org_id, revoked, v_at, v_sub, v_rank, v_id';
-export const keysSql = {
-  activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
-  keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
-  /** What the operator's `status` counts. */
-  activeKeys: `SELECT count(*) AS activeKeys FROM api_keys WHERE revoked = 0`,
-} as const;
+/** What authentication reads of a key: every column but its hash. */
+const readColumns = apiKeyColumns.filter((column) => column !== 'key_sha256');
+
+/**
+ * What authentication reads (`src/keys/`): a key by its hash, and by its id, from a store whose
+ * `api_keys` has `columns` (`PRAGMA table_info`). A column added since that store's version is read
+ * as NULL: the predecessor of a new keys store version answers beside it until it is retired, so
+ * the version after one that adds a column declares that column nullable, or reads it in a compat
+ * module of its own.
+ */
+export function keysSqlFor(columns?: ReadonlySet<string>) {
+  const keyColumns = readColumns
+    .map((column) => (columns === undefined || columns.has(column) ? column : `NULL AS ${column}`))
+    .join(', ');
+  return {
+    activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,
+    keyById: `SELECT ${keyColumns} FROM api_keys WHERE key_id = ?`,
+    /** What the operator's `status` counts. */
+    activeKeys: `SELECT count(*) AS activeKeys FROM api_keys WHERE revoked = 0`,
+  } as const;
+}
+
+/** The current keys store version's statements, every column read as it is. */
+export const keysSql = keysSqlFor();

@@ -12,7 +12,7 @@
  * convergence rule says, so what either has applied is never forgotten.
  */
 import { keysStoreSchema } from '../../projections/keys/schema.js';
-import { keysSql } from '../../projections/keys/sql.js';
+import { keysSqlFor } from '../../projections/keys/sql.js';
 import { supersedes, type FactStamp } from '../../projections/facts/fact-stamp.js';
 import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
 import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
@@ -39,8 +39,13 @@ class StoreReads {
   readonly byId: Statement;
 
   constructor(readonly db: ReadModelDatabase) {
-    this.activeByHash = db.prepare(keysSql.activeKeyByHash);
-    this.byId = db.prepare(keysSql.keyById);
+    // prepared against the columns this store has: a predecessor of an earlier version may lack some
+    const columns = new Set(
+      db.prepare(`SELECT name FROM pragma_table_info('api_keys')`).pluck().all() as string[],
+    );
+    const sql = keysSqlFor(columns);
+    this.activeByHash = db.prepare(sql.activeKeyByHash);
+    this.byId = db.prepare(sql.keyById);
   }
 }
 

@@ -110,21 +110,26 @@ export async function retirePredecessor(
 
 /**
  * Seeds this version's empty store from its predecessor (rows, keys-topic positions and dead letters)
- * when their tables have the same layout: for a keys topic that no longer holds the events the
+ * when their tables have the same layout, or `api_keys` only adds nullable columns (read as NULL in
+ * the predecessor too, `keysSqlFor`): for a keys topic that no longer holds the events the
  * predecessor was built from, where a replay is refused (`kafka/history.ts`). The store then goes on
  * from the predecessor's positions, applying every issue and revocation since. A store that has
  * read past the predecessor on any partition is left as it is (it never moves back); one behind it
- * is replaced, as it answers only beside the predecessor. Returns whether it was seeded.
+ * is replaced, as it answers only beside the predecessor. Returns true, or why it was not seeded.
  */
-export function seedFromPredecessor(file: string, predecessor: string, keysTopic: string): boolean {
+export function seedFromPredecessor(file: string, predecessor: string, keysTopic: string): true | string {
   const db = openReadModel(file, { store: keysStoreSchema });
   try {
     db.prepare('ATTACH DATABASE ? AS predecessor').run(predecessor);
     try {
-      const layout = (schema: string, table: string): string =>
-        JSON.stringify(db.prepare(`PRAGMA ${schema}.table_info(${table})`).all());
-      for (const table of ['api_keys', 'consumer_offsets', 'dead_letters', 'projection_meta'])
-        if (layout('main', table) !== layout('predecessor', table)) return false;
+      const columnsOf = (schema: string, table: string): ColumnInfo[] =>
+        db.prepare(`PRAGMA ${schema}.table_info(${table})`).all() as ColumnInfo[];
+      for (const table of ['consumer_offsets', 'dead_letters', 'projection_meta']) {
+        if (JSON.stringify(columnsOf('main', table)) !== JSON.stringify(columnsOf('predecessor', table)))
+          return `its ${table} differs from the predecessor's`;
+      }
+      const shared = sharedKeyColumns(columnsOf('main', 'api_keys'), columnsOf('predecessor', 'api_keys'));
+      if ('why' in shared) return shared.why;
       return db.transaction(() => {
         // a store that has read anything the predecessor has not is never replaced
         const ahead = db
@@ -134,9 +139,11 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
                          WHERE p.topic = s.topic AND p.partition = s.partition), -1)`,
           )
           .get(keysTopic) as { n: number };
-        if (ahead.n > 0) return false;
+        if (ahead.n > 0) return 'it has read past the predecessor';
         db.exec('DELETE FROM main.api_keys');
-        db.exec('INSERT INTO main.api_keys SELECT * FROM predecessor.api_keys');
+        db.exec(
+          `INSERT INTO main.api_keys (${shared.columns}) SELECT ${shared.columns} FROM predecessor.api_keys`,
+        );
         db.prepare('DELETE FROM main.consumer_offsets WHERE topic = ?').run(keysTopic);
         db.prepare(
           'INSERT INTO main.consumer_offsets SELECT * FROM predecessor.consumer_offsets WHERE topic = ?',
@@ -151,7 +158,7 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
           `INSERT OR REPLACE INTO main.projection_meta
              SELECT * FROM predecessor.projection_meta WHERE key = 'topic_id:' || ?`,
         ).run(keysTopic);
-        return true;
+        return true as const;
       })();
     } finally {
       db.exec('DETACH DATABASE predecessor');
@@ -159,6 +166,33 @@ export function seedFromPredecessor(file: string, predecessor: string, keysTopic
   } finally {
     db.close();
   }
+}
+
+interface ColumnInfo {
+  name: string;
+  type: string;
+  notnull: number;
+  dflt_value: unknown;
+  pk: number;
+}
+
+/**
+ * The predecessor's `api_keys` columns, quoted and joined, when each is this version's as it is and
+ * every column this version adds may be NULL; else why not.
+ */
+function sharedKeyColumns(mine: ColumnInfo[], theirs: ColumnInfo[]): { columns: string } | { why: string } {
+  const described = ({ name, type, notnull, dflt_value, pk }: ColumnInfo): string =>
+    JSON.stringify([name, type, notnull, dflt_value, pk]);
+  const kept = new Set(mine.map(described));
+  const changed = theirs.filter((column) => !kept.has(described(column))).map((column) => column.name);
+  if (changed.length > 0)
+    return { why: `api_keys columns changed since the predecessor: ${changed.join(', ')}` };
+  const required = mine
+    .filter((column) => column.notnull === 1 && !theirs.some((their) => their.name === column.name))
+    .map((column) => column.name);
+  if (required.length > 0)
+    return { why: `api_keys columns added NOT NULL since the predecessor: ${required.join(', ')}` };
+  return { columns: theirs.map((column) => `"${column.name}"`).join(', ') };
 }
 
 /**
@@ -177,11 +211,20 @@ export function seedRefusedSuccessor(seed: {
 }): void {
   if (seed.lastError?.startsWith(historyMissingMessage) !== true) return;
   try {
-    if (counted(seed.commits, () => seedFromPredecessor(seed.file, seed.predecessor, seed.keysTopic)))
+    const seeded = counted(seed.commits, () =>
+      seedFromPredecessor(seed.file, seed.predecessor, seed.keysTopic),
+    );
+    if (seeded === true) {
       seed.logger.warn(
         { file: seed.file, predecessor: seed.predecessor },
         'the keys topic no longer holds what a new keys store needs; seeded it from its predecessor, and it goes on from there',
       );
+    } else {
+      seed.logger.error(
+        { file: seed.file, predecessor: seed.predecessor, why: seeded },
+        'the keys topic no longer holds what a new keys store needs, and the store cannot be seeded from its predecessor: the predecessor answers until the history is accepted as lost or the store rebuilt',
+      );
+    }
   } catch (error) {
     seed.logger.error({ err: error, file: seed.file }, 'seeding the keys store from its predecessor failed');
   }

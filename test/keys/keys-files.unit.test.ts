@@ -4,6 +4,8 @@ import Database from 'better-sqlite3';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { KEYS_STORE_VERSION, keysStoreSchema } from '../../projections/keys/schema.js';
+import { keysSql, keysSqlFor } from '../../projections/keys/sql.js';
+import { KeyLookup } from '../../src/keys/key-lookup.js';
 import {
   hasReachedAll,
   keysFile,
@@ -264,8 +266,75 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
     const aheadDir = dataDir();
     const older = storeOf(aheadDir, KEYS_STORE_VERSION - 1, 2);
     const ahead = storeOf(aheadDir, KEYS_STORE_VERSION, 4);
-    expect(seedFromPredecessor(ahead, older, keysTopic)).toBe(false);
+    expect(seedFromPredecessor(ahead, older, keysTopic)).toBe('it has read past the predecessor');
     expect(positionOf(ahead)).toBe(4);
     expect(keyIds(ahead)).toEqual(['k0', 'k1', 'k2', 'k3']);
+  });
+
+  /** An empty store of this version whose `api_keys` has `alter` applied: what a version adding a column makes. */
+  const successorWith = (dir: string, alter: string): string => {
+    const store = keysFile(dir);
+    const db = openReadModel(store, { store: keysStoreSchema });
+    db.exec(`ALTER TABLE api_keys ${alter}`);
+    db.close();
+    return store;
+  };
+
+  it('copies the shared columns into a version that adds a nullable one, which the predecessor reads as NULL', () => {
+    const dir = dataDir();
+    const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 2);
+    const store = successorWith(dir, 'ADD COLUMN added_since TEXT');
+    expect(seedFromPredecessor(store, predecessor, keysTopic)).toBe(true);
+    const seeded = new Database(store, { readonly: true });
+    const rows = seeded.prepare('SELECT key_id, org_id, added_since FROM api_keys ORDER BY key_id').all();
+    seeded.close();
+    expect(rows).toEqual([
+      { key_id: 'k0', org_id: 1, added_since: null },
+      { key_id: 'k1', org_id: 1, added_since: null },
+    ]);
+    expect(positionOf(store)).toBe(2);
+  });
+
+  it('refuses, and says why, a version that adds a NOT NULL column or changes one', () => {
+    const dir = dataDir();
+    const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 2);
+    const required = successorWith(dir, `ADD COLUMN required_since TEXT NOT NULL DEFAULT 'x'`);
+    expect(seedFromPredecessor(required, predecessor, keysTopic)).toBe(
+      'api_keys columns added NOT NULL since the predecessor: required_since',
+    );
+    expect(keyIds(required)).toEqual([]);
+
+    const other = dataDir();
+    const changed = storeOf(other, KEYS_STORE_VERSION - 1, 2);
+    const db = new Database(changed);
+    db.exec('ALTER TABLE api_keys ADD COLUMN dropped_since TEXT');
+    db.close();
+    expect(seedFromPredecessor(successorWith(other, 'ADD COLUMN unrelated TEXT'), changed, keysTopic)).toBe(
+      'api_keys columns changed since the predecessor: dropped_since',
+    );
+  });
+});
+
+describe('a keys store of an earlier version, read beside its successor', () => {
+  it('reads a column its version lacks as NULL, and still finds its keys', () => {
+    const dir = dataDir();
+    const file = storeOf(dir, KEYS_STORE_VERSION, 1);
+    const db = new Database(file);
+    // as a store whose version had no v_sub yet would be: the column is read as NULL
+    db.exec('ALTER TABLE api_keys DROP COLUMN v_sub');
+    db.close();
+    const store = openReadModel(file, { readonly: true, store: keysStoreSchema });
+    try {
+      expect(() => store.prepare(keysSql.keyById)).toThrow(/no such column: v_sub/);
+      const lookup = KeyLookup.of(store);
+      expect(lookup.orgOfKeyHash('a'.repeat(64))).toBe(1);
+      expect(store.prepare(keysSqlFor(new Set(['key_id', 'org_id'])).keyById).get('k0')).toMatchObject({
+        key_id: 'k0',
+        org_id: 1,
+        v_sub: null,
+      });
+    } finally {
+      store.close();
+    }
   });
 });
