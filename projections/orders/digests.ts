@@ -84,7 +84,7 @@ type Stored = string | number | null;
  * Which columns are hashed is not decided here but by the answers (`answers.ts`): those of the fields
  * declared `tagged`, and `alsoTagged`; a tagged column missing from its layout fails at load.
  */
-const layouts = {
+export const digestLayouts = {
   order: ['order_id', 'listed_status', 'created_at_ms', 'created_at_sub', 'distribution_ms', 'title'],
   articleListOrder: ['order_id', 'org_id', 'title'],
   article: ['article_id', 'published_at_ms', 'article_url', 'website_domain'],
@@ -120,20 +120,20 @@ function digestText<Row>(
 }
 
 /** What GET /orders shows of an order (`orderFields`), as hashed. */
-export const listedOrderText = digestText<OrderRow>('o', orderFields, alsoTagged.order, layouts.order);
+export const listedOrderText = digestText<OrderRow>('o', orderFields, alsoTagged.order, digestLayouts.order);
 /** What GET /orders/{id}/articles shows of the order itself (`articleListOrderFields`), as hashed. */
 export const articleListOrderText = digestText<OrderRow>(
   't',
   articleListOrderFields,
   alsoTagged.articleListOrder,
-  layouts.articleListOrder,
+  digestLayouts.articleListOrder,
 );
 /** What GET /orders/{id}/articles shows of an article (`articleFields`), as hashed. */
 export const publishedArticleText = digestText<ArticleRow>(
   'a',
   articleFields,
   alsoTagged.article,
-  layouts.article,
+  digestLayouts.article,
 );
 
 /** What GET /orders shows of an order, and where: null when it is listed nowhere. */
