@@ -28,7 +28,7 @@ export interface ProjectorSpec {
   roles?: readonly TopicRole[];
   /** a fetch came back from the broker: the consumer is reading (reported where asked for) */
   onFetched?: () => void;
-  /** how long the broker may hold a fetch that finds nothing, where `onFetched` is asked for */
+  /** how long the broker may hold a fetch that finds nothing (default: 500 ms where `onFetched` is asked for, else kafkajs's) */
   fetchMaxWaitMs?: number;
   /** the file's commit counter in shared memory, moved around each commit (`commit-counter.ts`) */
   commits?: Int32Array;

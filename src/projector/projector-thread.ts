@@ -20,8 +20,8 @@ export interface ProjectorWorkerData {
   /** the topics it reads, by role (default: an orders model's, `projectorRoles` in `subscriptions.ts`) */
   roles?: readonly TopicRole[];
   commits?: Int32Array;
-  /** reports fetches that came back (`fetched`); the broker answers an empty fetch within `maxWaitMs` */
-  fetches?: { maxWaitMs: number };
+  /** the broker answers an empty fetch within `maxWaitMs`; `report`: posts each fetch that came back (`fetched`) */
+  fetches?: { maxWaitMs: number; report: boolean };
 }
 
 /**
@@ -81,7 +81,9 @@ export function startProjectorThread(
       ...(spec.part === undefined ? {} : { part: spec.part }),
       ...(spec.roles === undefined ? {} : { roles: spec.roles }),
       ...(spec.commits === undefined ? {} : { commits: spec.commits }),
-      ...(spec.onFetched === undefined ? {} : { fetches: { maxWaitMs: spec.fetchMaxWaitMs ?? 500 } }),
+      ...(spec.onFetched === undefined && spec.fetchMaxWaitMs === undefined
+        ? {}
+        : { fetches: { maxWaitMs: spec.fetchMaxWaitMs ?? 500, report: spec.onFetched !== undefined } }),
     } satisfies ProjectorWorkerData,
     // Not the parent's flags: a test runner's loader flags must not reach the thread.
     execArgv: [],

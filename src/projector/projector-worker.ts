@@ -82,12 +82,16 @@ const starting: Promise<Consumption> = runProjection({
     ? {}
     : {
         maxWaitMs: fetches.maxWaitMs,
-        onFetched: () => {
-          const now = performance.now();
-          if (now - fetchReportedAt < fetchReportMs) return;
-          fetchReportedAt = now;
-          post({ type: 'fetched' });
-        },
+        ...(fetches.report
+          ? {
+              onFetched: () => {
+                const now = performance.now();
+                if (now - fetchReportedAt < fetchReportMs) return;
+                fetchReportedAt = now;
+                post({ type: 'fetched' });
+              },
+            }
+          : {}),
       }),
   // The keys are never paced: an issue or a revocation waits for nothing.
   ...(feedsKeys(consumed)

@@ -6,11 +6,10 @@
  * it has come is reckoned in `rebuild-progress.ts`.
  */
 import { orderModelRoles, type TopicRole } from '../../schemas/streams.js';
-import { joinPartSql } from '../../projections/orders/sql.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
 import type { Consumption, KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { openBuildFile, type ReadModelDatabase } from '../read-model/database.js';
+import { joinPart, openBuildFile } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { newGiveWayFlag, newRequestCounter } from '../shared-flags.js';
@@ -146,10 +145,16 @@ async function replay(
 }
 
 /**
+ * How long the broker may hold a rebuild's fetch that finds nothing. A stop waits for the fetch in
+ * flight: with kafkajs's 5 s it met the goodbye's 2 s bound at every rebuild's end. Busy until their
+ * targets, the consumers never wait on it before.
+ */
+export const rebuildFetchMaxWaitMs = 100;
+
+/**
  * Consumes until every partition has reached its target: one consumer for every topic, or, split,
  * one for every topic but the articles and a projector thread for the articles. Each stops as soon
- * as its own partitions are caught up, while the other goes on: a stop waits for the consumer's
- * fetch in flight, up to seconds on a topic with nothing left.
+ * as its own partitions are caught up, while the other goes on.
  */
 async function consumeToTargets(state: ReplayState): Promise<void> {
   const { options, part } = state;
@@ -187,6 +192,7 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
     roles: part !== null ? orderModelRoles.filter((role) => role !== 'articles') : orderModelRoles,
     writer: state.writer,
     logger: options.logger.child({ component: 'rebuild' }),
+    maxWaitMs: rebuildFetchMaxWaitMs,
     ...(options.articlesThread === undefined
       ? {}
       : { maxMessageBytes: options.articlesThread.config.limits.messageBytes }),
@@ -207,6 +213,7 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
         logger: options.logger.child({ component: 'rebuild', part: 'articles' }),
         requests: newRequestCounter(),
         giveWay: newGiveWayFlag(false),
+        fetchMaxWaitMs: rebuildFetchMaxWaitMs,
         onBatch: (_topic, _partition, outcome) => onBatch(outcome),
         part: { roles: ['articles'], logLevel: options.logger.level },
       });
@@ -230,17 +237,5 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
     await Promise.all(stops.values());
     await options.port.deleteGroup(groupId);
     if (articles !== null) await options.port.deleteGroup(`${groupId}.articles`);
-  }
-}
-
-/** Joins the part built in `partFile` (closed) into the build, in one transaction. */
-function joinPart(db: ReadModelDatabase, partFile: string): void {
-  db.prepare('ATTACH DATABASE ? AS part').run(partFile);
-  try {
-    db.transaction(() => {
-      for (const sql of joinPartSql) db.exec(sql);
-    })();
-  } finally {
-    db.exec('DETACH DATABASE part');
   }
 }

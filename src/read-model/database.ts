@@ -3,7 +3,7 @@ import Database from 'better-sqlite3';
 import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { ordersModelSchema } from '../../projections/orders/schema.js';
 import type { StoreSchema } from '../../projections/store-schema.js';
-import { metaSql } from '../../projections/orders/sql.js';
+import { joinPartSql, metaSql } from '../../projections/orders/sql.js';
 
 export type ReadModelDatabase = Database.Database;
 
@@ -159,4 +159,16 @@ function assertVersion(db: ReadModelDatabase, file: string, store: StoreSchema):
 /** Deletes a model file with its -wal and -shm files, if they exist. */
 export function removeModelFile(file: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
+}
+
+/** Joins the part built in `partFile` (closed) into the build, in one transaction. */
+export function joinPart(db: ReadModelDatabase, partFile: string): void {
+  db.prepare('ATTACH DATABASE ? AS part').run(partFile);
+  try {
+    db.transaction(() => {
+      for (const sql of joinPartSql) db.exec(sql);
+    })();
+  } finally {
+    db.exec('DETACH DATABASE part');
+  }
 }
