@@ -13,6 +13,16 @@ import type { StoreSchema } from '../store-schema.js';
 
 export const KEYS_STORE_VERSION = 4;
 
+/**
+ * The `api_keys` columns a keys store version added since version 4, each nullable with no default.
+ * The predecessor that answers beside its successor lacks them: it reads each as NULL (`keysSqlFor`)
+ * and seeds the successor with NULL in it (`seedFromPredecessor`). So NULL must mean what the new
+ * rules make of every fact the predecessor applied, and grant no more than its events said; a column
+ * for which it cannot needs new code in `src/keys/` that reads and seeds its predecessor otherwise.
+ * Any other column a store lacks is refused.
+ */
+export const keysColumnsAdded: readonly string[] = [];
+
 /** The keys store's tables and indexes of this version, as one script for a new file. */
 export const keysSchemaSqlFile = new URL('./schema.sql', import.meta.url);
 

@@ -5,6 +5,7 @@
  * tables being the same in both schemas.
  */
 import { apiKeyColumns } from './rows.js';
+import { keysColumnsAdded } from './schema.js';
 
 /** What the keys consumer's writer reads and writes. */
 export const keysWriteSql = {
@@ -24,14 +25,20 @@ const readColumns = apiKeyColumns.filter((column) => column !== 'key_sha256');
 
 /**
  * What authentication reads (`src/keys/`): a key by its hash, and by its id, from a store whose
- * `api_keys` has `columns` (`PRAGMA table_info`). A column added since that store's version is read
- * as NULL: the predecessor of a new keys store version answers beside it until it is retired, so
- * the version after one that adds a column declares that column nullable, or reads it in a compat
- * module of its own.
+ * `api_keys` has `columns` (`PRAGMA table_info`). The predecessor of a new keys store version
+ * answers beside it until it is retired: a column `lackable` names (`keysColumnsAdded`) is read as
+ * NULL where the store lacks it, and a store lacking any other column is refused (throws).
  */
-export function keysSqlFor(columns?: ReadonlySet<string>) {
+export function keysSqlFor(columns?: ReadonlySet<string>, lackable: readonly string[] = keysColumnsAdded) {
+  const lacked = readColumns.filter((column) => columns !== undefined && !columns.has(column));
+  const refused = lacked.filter((column) => !lackable.includes(column));
+  if (refused.length > 0) {
+    throw new Error(
+      `the keys store lacks api_keys.${refused.join(', api_keys.')}, which no keys store version added (keysColumnsAdded): it cannot be read`,
+    );
+  }
   const keyColumns = readColumns
-    .map((column) => (columns === undefined || columns.has(column) ? column : `NULL AS ${column}`))
+    .map((column) => (lacked.includes(column) ? `NULL AS ${column}` : column))
     .join(', ');
   return {
     activeKeyByHash: `SELECT ${keyColumns} FROM api_keys WHERE key_sha256 = ? AND revoked = 0 LIMIT 1`,

@@ -5,6 +5,7 @@
  */
 import {
   answerColumns,
+  answers,
   articleFields,
   articleListOrderFields,
   orderFields,
@@ -28,7 +29,7 @@ export interface FileColumns {
  * lacking one is read only by a compat module of its version.
  */
 const lackable: ReadonlySet<string> = new Set(
-  [orderFields, articleListOrderFields, articleFields].flatMap((fields) =>
+  Object.values(answers).flatMap((fields) =>
     Object.values(fields as Readonly<Record<string, FieldSpec<string>>>)
       .filter((spec) => spec.format === 'text' && spec.orElse === undefined)
       .map((spec) => spec.column),

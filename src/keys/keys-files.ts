@@ -178,7 +178,8 @@ interface ColumnInfo {
 
 /**
  * The predecessor's `api_keys` columns, quoted and joined, when each is this version's as it is and
- * every column this version adds may be NULL; else why not.
+ * every column this version adds is nullable with no default (`keysColumnsAdded`): the copy leaves it
+ * NULL, as the predecessor reads it. Else why not.
  */
 function sharedKeyColumns(mine: ColumnInfo[], theirs: ColumnInfo[]): { columns: string } | { why: string } {
   const described = ({ name, type, notnull, dflt_value, pk }: ColumnInfo): string =>
@@ -188,10 +189,14 @@ function sharedKeyColumns(mine: ColumnInfo[], theirs: ColumnInfo[]): { columns: 
   if (changed.length > 0)
     return { why: `api_keys columns changed since the predecessor: ${changed.join(', ')}` };
   const required = mine
-    .filter((column) => column.notnull === 1 && !theirs.some((their) => their.name === column.name))
+    .filter((column) => !theirs.some((their) => their.name === column.name))
+    .filter((column) => column.notnull === 1 || column.dflt_value !== null)
     .map((column) => column.name);
-  if (required.length > 0)
-    return { why: `api_keys columns added NOT NULL since the predecessor: ${required.join(', ')}` };
+  if (required.length > 0) {
+    return {
+      why: `api_keys columns added NOT NULL or with a default since the predecessor: ${required.join(', ')}`,
+    };
+  }
   return { columns: theirs.map((column) => `"${column.name}"`).join(', ') };
 }
 
@@ -222,7 +227,7 @@ export function seedRefusedSuccessor(seed: {
     } else {
       seed.logger.error(
         { file: seed.file, predecessor: seed.predecessor, why: seeded },
-        'the keys topic no longer holds what a new keys store needs, and the store cannot be seeded from its predecessor: the predecessor answers until the history is accepted as lost or the store rebuilt',
+        'the keys topic no longer holds what a new keys store needs, and the store cannot be seeded from its predecessor: the predecessor answers until the loss is accepted (accept-history-loss; docs/operations.md, a build refused for missing history)',
       );
     }
   } catch (error) {

@@ -11,9 +11,10 @@ import { lackedAnswerColumns, type FileColumns, type readSql } from '../../proje
 import { projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /**
- * Statements whose rows are read as objects by name: a count, the position, SQLite's counter. Every
- * other statement is read as arrays, mapped by position (`answer-rows.ts`): a page of 50 orders is
- * 50 arrays, not 50 keyed objects, and a new answer's statement needs no entry here.
+ * Statements whose rows are read as objects by name: a count, the position, SQLite's counter (the
+ * digests too, prepared apart below). Every other statement is read as arrays, mapped by position
+ * (`answer-rows.ts`): a page of 50 orders is 50 arrays, not 50 keyed objects, and a new answer's
+ * statement needs no entry here.
  */
 const keyedStatements: ReadonlySet<string> = new Set<keyof typeof readSql>([
   'countOrders',

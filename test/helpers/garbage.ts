@@ -5,7 +5,7 @@ const envelope = (i: number, type: string, data: unknown): Buffer =>
   Buffer.from(JSON.stringify({ event_id: `garbage-${i}`, type, occurred_at: at(0), data }));
 
 /** Malformed messages, one kind after another; each must become exactly one dead letter. */
-const kinds: { reason: string; make: (i: number) => Buffer | null; type?: string }[] = [
+export const kinds: { reason: string; make: (i: number) => Buffer | null; type?: string }[] = [
   { reason: 'invalid_utf8', make: (i) => Buffer.from([0xc3, 0x28, 0xa0, 0xa1, i % 256]) },
   { reason: 'invalid_json', make: (i) => Buffer.from(`{"event_id": "broken-${i}"`) },
   {
@@ -49,7 +49,7 @@ export function garbageMessages(
   return Array.from({ length: count }, (_, i) => {
     const kind = kinds[i % kinds.length]!;
     // each round of the kinds starts one stream further on, so every kind meets every stream
-    const role = roles[(i + Math.floor(i / kinds.length)) % roles.length]!;
+    const role = roles[((i % kinds.length) + Math.floor(i / kinds.length)) % roles.length]!;
     const misplaced = kind.type !== undefined && topicRoleOfType.get(kind.type) !== role;
     return { role, key: `garbage-${i}`, raw: kind.make(i), reason: misplaced ? 'wrong_topic' : kind.reason };
   });

@@ -12,8 +12,11 @@ import {
   keysStoreVersions,
   openKeysFiles,
   seedFromPredecessor,
+  seedRefusedSuccessor,
   storedPositions,
 } from '../../src/keys/keys-files.js';
+import { historyMissingMessage } from '../../src/kafka/history.js';
+import { newCommitCounter } from '../../src/read-model/commit-counter.js';
 import { offsetKey } from '../../src/kafka/port.js';
 import { ModelTopicIds } from '../../src/read-model/topic-ids.js';
 import { openReadModel } from '../../src/read-model/database.js';
@@ -295,14 +298,19 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
     expect(positionOf(store)).toBe(2);
   });
 
-  it('refuses, and says why, a version that adds a NOT NULL column or changes one', () => {
+  it('refuses, and says why, a version that adds a NOT NULL column, one with a default, or changes one', () => {
     const dir = dataDir();
     const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 2);
     const required = successorWith(dir, `ADD COLUMN required_since TEXT NOT NULL DEFAULT 'x'`);
     expect(seedFromPredecessor(required, predecessor, keysTopic)).toBe(
-      'api_keys columns added NOT NULL since the predecessor: required_since',
+      'api_keys columns added NOT NULL or with a default since the predecessor: required_since',
     );
     expect(keyIds(required)).toEqual([]);
+    // a default would fill the copy where the predecessor, answering beside it, reads NULL
+    const defaulted = successorWith(dataDir(), `ADD COLUMN defaulted_since TEXT DEFAULT 'd'`);
+    expect(seedFromPredecessor(defaulted, predecessor, keysTopic)).toBe(
+      'api_keys columns added NOT NULL or with a default since the predecessor: defaulted_since',
+    );
 
     const other = dataDir();
     const changed = storeOf(other, KEYS_STORE_VERSION - 1, 2);
@@ -316,25 +324,60 @@ describe('seeding a keys store from its predecessor (seedFromPredecessor)', () =
 });
 
 describe('a keys store of an earlier version, read beside its successor', () => {
-  it('reads a column its version lacks as NULL, and still finds its keys', () => {
-    const dir = dataDir();
-    const file = storeOf(dir, KEYS_STORE_VERSION, 1);
+  /** A store of this version without `column`, as one of a version before the column was added. */
+  const storeLacking = (column: string): string => {
+    const file = storeOf(dataDir(), KEYS_STORE_VERSION, 1);
     const db = new Database(file);
-    // as a store whose version had no v_sub yet would be: the column is read as NULL
-    db.exec('ALTER TABLE api_keys DROP COLUMN v_sub');
+    db.exec(`ALTER TABLE api_keys DROP COLUMN ${column}`);
     db.close();
-    const store = openReadModel(file, { readonly: true, store: keysStoreSchema });
+    return file;
+  };
+
+  it('reads a column a later version added as NULL, and still finds its keys', () => {
+    const store = openReadModel(storeLacking('v_sub'), { readonly: true, store: keysStoreSchema });
     try {
       expect(() => store.prepare(keysSql.keyById)).toThrow(/no such column: v_sub/);
-      const lookup = KeyLookup.of(store);
-      expect(lookup.orgOfKeyHash('a'.repeat(64))).toBe(1);
-      expect(store.prepare(keysSqlFor(new Set(['key_id', 'org_id'])).keyById).get('k0')).toMatchObject({
-        key_id: 'k0',
-        org_id: 1,
-        v_sub: null,
-      });
+      const columns = new Set(
+        store.prepare(`SELECT name FROM pragma_table_info('api_keys')`).pluck().all() as string[],
+      );
+      // as if a version after this store's had added v_sub
+      const sql = keysSqlFor(columns, ['v_sub']);
+      expect(store.prepare(sql.keyById).get('k0')).toMatchObject({ key_id: 'k0', org_id: 1, v_sub: null });
+      expect(store.prepare(sql.activeKeyByHash).get('a'.repeat(64))).toMatchObject({ org_id: 1 });
     } finally {
       store.close();
     }
+  });
+
+  it('refuses a store lacking a column no version added: a stamp read as NULL could undo a revocation', () => {
+    const store = openReadModel(storeLacking('v_sub'), { readonly: true, store: keysStoreSchema });
+    try {
+      expect(() => KeyLookup.of(store)).toThrow(
+        'the keys store lacks api_keys.v_sub, which no keys store version added (keysColumnsAdded)',
+      );
+    } finally {
+      store.close();
+    }
+  });
+});
+
+describe('a successor the keys topic cannot build (seedRefusedSuccessor)', () => {
+  it('logs why it is not seeded, naming the files and no key', () => {
+    const dir = dataDir();
+    const predecessor = storeOf(dir, KEYS_STORE_VERSION - 1, 2);
+    const file = storeOf(dir, KEYS_STORE_VERSION, 3);
+    const raw: string[] = [];
+    seedRefusedSuccessor({
+      file,
+      predecessor,
+      keysTopic: testTopics.apiKeys,
+      lastError: `${historyMissingMessage}: a gap`,
+      commits: newCommitCounter(),
+      logger: pino({ level: 'info' }, { write: (line: string) => raw.push(line) }),
+    });
+    expect(raw).toHaveLength(1);
+    const line = JSON.parse(raw[0]!) as { level: number; why: string; file: string; predecessor: string };
+    expect(line).toMatchObject({ level: 50, why: 'it has read past the predecessor', file, predecessor });
+    expect(raw[0]).not.toContain('a'.repeat(64));
   });
 });

@@ -6,6 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { eventDataSchemas } from '../../schemas/events.js';
+import { streamRoles } from '../../schemas/streams.js';
+import { garbageMessages, kinds } from '../helpers/garbage.js';
 import { historyArbitrary } from '../helpers/histories.js';
 
 describe('the histories of the property tests', () => {
@@ -20,5 +22,13 @@ describe('the histories of the property tests', () => {
         .map((event) => event.type),
     );
     expect([...drawn].sort()).toEqual(Object.keys(eventDataSchemas).sort());
+  });
+});
+
+describe('the malformed messages of the poison and crash tests', () => {
+  it('put every kind of garbage on every stream', () => {
+    const count = kinds.length * streamRoles.length;
+    const met = new Set(garbageMessages(count).map((message, i) => `${i % kinds.length}:${message.role}`));
+    expect(met.size).toBe(count);
   });
 });

@@ -24,19 +24,26 @@ const tables = db
 const columnsOf = (table: string): string[] =>
   (db.pragma(`table_info("${table}")`) as { name: string }[]).map((column) => column.name);
 
-/** The columns each statement of the join inserts, by table. */
-const joined = new Map<string, string[]>();
-for (const sql of joinPartSql) {
-  const insert = /^INSERT INTO (\w+) \(([^)]*)\) SELECT .* FROM part\.(\w+)/s.exec(sql);
-  if (insert === null) continue;
-  expect(insert[3], 'a table is joined from the same table of the part').toBe(insert[1]);
-  joined.set(
-    insert[1]!,
-    insert[2]!.split(',').map((column) => column.trim().replaceAll('"', '')),
-  );
-}
+/** Each statement of the join that inserts: its table, the columns it inserts, what it selects, and from where. */
+const inserts = joinPartSql.flatMap((sql) => {
+  const insert = /^INSERT INTO (\w+) \(([^)]*)\) SELECT (.*?) FROM part\.(\w+)/s.exec(sql);
+  const list = (text: string): string[] => text.split(',').map((column) => column.trim().replaceAll('"', ''));
+  return insert === null
+    ? []
+    : [{ table: insert[1]!, columns: list(insert[2]!), selected: list(insert[3]!), from: insert[4]! }];
+});
+/** The columns each table is joined with. */
+const joined = new Map(inserts.map((insert) => [insert.table, insert.columns]));
 
 describe("a rebuild's join of its parts", () => {
+  it("copies each table from the part's same table, each column from its own", () => {
+    expect(inserts.length).toBeGreaterThan(0);
+    for (const insert of inserts) {
+      expect(insert.from, insert.table).toBe(insert.table);
+      expect(insert.selected, insert.table).toEqual(insert.columns);
+    }
+  });
+
   it('knows every table of the schema', () => {
     expect(tables.length).toBeGreaterThan(notJoined.size);
     const missing = tables.filter((table) => !notJoined.has(table) && !joined.has(table));

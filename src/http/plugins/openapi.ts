@@ -50,14 +50,30 @@ function documentPath(url: string): string {
   return path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
 }
 
+const schemaRef = '#/components/schemas/';
+
 /**
- * The named schemas (`.meta({ id })` in `schemas/api.ts`), which answers refer to. The provider also
- * writes an input copy of each (`<id>Input`); none is used, so none is kept.
+ * The named schemas (`.meta({ id })`) the paths refer to, and those they refer to in turn, in the
+ * provider's order. Nothing else is kept: not the provider's input copies (`<id>Input`), nor a
+ * schema named anywhere else in the process.
  */
-const namedSchemas = (schemas: Record<string, unknown>): Record<string, unknown> =>
-  Object.fromEntries(
-    Object.entries(schemas).filter(([name]) => !(name.endsWith('Input') && name.slice(0, -5) in schemas)),
-  );
+function referencedSchemas(paths: unknown, schemas: Record<string, unknown>): Record<string, unknown> {
+  const names = new Set<string>();
+  const visit = (value: unknown): void => {
+    if (value === null || typeof value !== 'object') return;
+    for (const [key, inner] of Object.entries(value)) {
+      if (key === '$ref' && typeof inner === 'string' && inner.startsWith(schemaRef)) {
+        const name = inner.slice(schemaRef.length);
+        if (!names.has(name)) {
+          names.add(name);
+          visit(schemas[name]);
+        }
+      } else visit(inner);
+    }
+  };
+  visit(paths);
+  return Object.fromEntries(Object.entries(schemas).filter(([name]) => names.has(name)));
+}
 
 interface OperationObject {
   operationId?: string;
@@ -163,7 +179,7 @@ export async function openApi(app: FastifyInstance): Promise<void> {
       withConditionalHeaders(openapi.paths ?? {}, routes);
       openapi.components = {
         ...openapi.components,
-        schemas: namedSchemas(schemas),
+        schemas: referencedSchemas(openapi.paths, schemas),
       };
       return document.openapiObject;
     },
