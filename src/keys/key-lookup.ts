@@ -15,7 +15,7 @@ import { keysStoreSchema } from '../../projections/keys/schema.js';
 import { keysSqlFor } from '../../projections/keys/sql.js';
 import { supersedes, type FactStamp } from '../../projections/facts/fact-stamp.js';
 import { settledCount, type CommitCounter } from '../read-model/commit-counter.js';
-import { openReadModel, type ReadModelDatabase } from '../read-model/database.js';
+import { columnsOf, openReadModel, type ReadModelDatabase } from '../read-model/database.js';
 import { readsOf, type KeysRef } from '../read-model/read-view.js';
 import type { ApiReads, ReadModelReader } from '../read-model/reader.js';
 
@@ -40,10 +40,7 @@ class StoreReads {
 
   constructor(readonly db: ReadModelDatabase) {
     // prepared against the columns this store has: a predecessor of an earlier version may lack some
-    const columns = new Set(
-      db.prepare(`SELECT name FROM pragma_table_info('api_keys')`).pluck().all() as string[],
-    );
-    const sql = keysSqlFor(columns);
+    const sql = keysSqlFor(columnsOf(db, 'api_keys'));
     this.activeByHash = db.prepare(sql.activeKeyByHash);
     this.byId = db.prepare(sql.keyById);
   }

@@ -161,6 +161,11 @@ export function removeModelFile(file: string): void {
   for (const suffix of ['', '-wal', '-shm']) rmSync(file + suffix, { force: true });
 }
 
+/** The columns `table` has in this file, as the file itself says (`PRAGMA table_info`). */
+export function columnsOf(db: ReadModelDatabase, table: string): ReadonlySet<string> {
+  return new Set(db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(table) as string[]);
+}
+
 /** Joins the part built in `partFile` (closed) into the build, in one transaction. */
 export function joinPart(db: ReadModelDatabase, partFile: string): void {
   db.prepare('ATTACH DATABASE ? AS part').run(partFile);

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Statement } from 'better-sqlite3';
 import { readLayoutOf, readableLayouts } from '../../projections/orders/compat/readable.js';
 import { lackedAnswerColumns, type FileColumns, type readSql } from '../../projections/orders/read-sql.js';
-import { projectionVersionOf, type ReadModelDatabase } from './database.js';
+import { columnsOf, projectionVersionOf, type ReadModelDatabase } from './database.js';
 
 /**
  * Statements whose rows are read as objects by name: a count, the position, SQLite's counter (the
@@ -62,9 +62,7 @@ export function fileIdentity(db: ReadModelDatabase): string {
 
 /** The columns the file has of the tables answers are read from. */
 export function fileColumnsOf(db: ReadModelDatabase): FileColumns {
-  const columns = db.prepare('SELECT name FROM pragma_table_info(?)').pluck();
-  const of = (table: string) => new Set(columns.all(table) as string[]);
-  return { orders: of('orders'), articles: of('articles') };
+  return { orders: columnsOf(db, 'orders'), articles: columnsOf(db, 'articles') };
 }
 
 export function prepareReads(db: ReadModelDatabase, identity: () => string): ReadStatements {

@@ -101,13 +101,18 @@ const bookkeepingTables = new Set([
  * where the file holds them (a one-file model of tests and tools).
  */
 export function dumpModel(db: ReadModelDatabase): Record<string, unknown[]> {
+  return tableRows(db, (table) => !table.startsWith('sqlite') && !bookkeepingTables.has(table));
+}
+
+/** Every row of each table of the file that `included` takes, ordered by its primary key. */
+function tableRows(db: ReadModelDatabase, included: (table: string) => boolean): Record<string, unknown[]> {
   const tables = db
-    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite%' ORDER BY name`)
+    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`)
     .pluck()
     .all() as string[];
   return Object.fromEntries(
     tables
-      .filter((table) => !bookkeepingTables.has(table))
+      .filter(included)
       .map((table) => [
         table,
         db.prepare(`SELECT * FROM "${table}" ORDER BY ${primaryKeyOf(db, table)}`).all(),
@@ -175,16 +180,7 @@ export function deadLettersIn(
  * in the file, so that a digest table `recomputedDigests` does not recompute fails the comparison.
  */
 export function storedDigests(db: ReadModelDatabase): Record<string, unknown[]> {
-  const tables = db
-    .prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE '%\\_digests' ESCAPE '\\'`)
-    .pluck()
-    .all() as string[];
-  return Object.fromEntries(
-    tables.map((table) => [
-      table,
-      db.prepare(`SELECT * FROM "${table}" ORDER BY ${primaryKeyOf(db, table)}`).all(),
-    ]),
-  );
+  return tableRows(db, (table) => table.endsWith('_digests'));
 }
 
 /** The digests recomputed from every row: what `storedDigests` must always equal. */
