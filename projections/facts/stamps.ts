@@ -15,8 +15,20 @@ export function toEpochMs(rfc3339: string): number {
  * first three fractional digits, as `Date.parse` reads them) and the nanoseconds after them.
  */
 export function instantOf(rfc3339: string): { ms: number; sub: number } {
-  const fraction = /\.(\d+)/.exec(rfc3339)?.[1] ?? '';
-  return { ms: Date.parse(rfc3339), sub: Number(fraction.slice(3, 9).padEnd(6, '0')) };
+  // The fourth to ninth fractional digits, read in place (no regular expression, no substring: this
+  // runs on every event), zeros where the fraction is shorter.
+  let sub = 0;
+  let digits = 0;
+  const dot = rfc3339.indexOf('.');
+  if (dot >= 0) {
+    for (; digits < 9; digits++) {
+      const digit = rfc3339.charCodeAt(dot + 1 + digits) - 48;
+      if (!(digit >= 0 && digit <= 9)) break;
+      if (digits >= 3) sub = sub * 10 + digit;
+    }
+  }
+  for (let place = Math.max(digits, 3); place < 9; place++) sub *= 10;
+  return { ms: Date.parse(rfc3339), sub };
 }
 
 export function stampOf(event: DomainEvent, rank: 0 | 1 = 0): FactStamp {
