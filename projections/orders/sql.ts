@@ -88,7 +88,18 @@ export const writeSql = {
     VALUES (@topic, @partition, @offset, @key, @value, @reason, @detail, @recordedAt)`,
 } as const;
 
-/** Copies a table of the attached `part` whole; rows that are in both files fail the copy. */
+/**
+ * Copies a table of the attached `part` whole, every column; rows that are in both files fail the
+ * copy. Both files are made from the same schema, so in this exact form (`SELECT *`, no column list,
+ * no WHERE or ORDER BY) SQLite copies the rows as they are stored, without decoding them (its
+ * transfer optimization): the articles' copy, the largest part of a rebuild's join, takes about a
+ * third less time (bench/README.md).
+ */
+function copyWhole(table: string): string {
+  return `INSERT INTO ${table} SELECT * FROM part.${table}`;
+}
+
+/** Copies the given columns of a table of the attached `part`; rows that are in both files fail the copy. */
 function copyPart(table: string, columns: readonly string[], key: string): string {
   return `INSERT INTO ${table} (${columns.join(', ')}) SELECT ${columns.join(', ')} FROM part.${table} ORDER BY ${key}`;
 }
@@ -117,8 +128,8 @@ function xorPart(table: string, key: string): string[] {
  * one part, its articles in the other).
  */
 export const joinPartSql = [
-  copyPart('orders', orderColumns, 'order_id'),
-  copyPart('articles', articleColumns, 'article_id'),
+  copyWhole('orders'),
+  copyWhole('articles'),
   addPart('org_order_counts', ['org_id', 'listed_status'], 'orders'),
   addPart('org_order_days', ['org_id', 'day', 'listed_status'], 'orders'),
   ...xorPart('org_digests', 'org_id'),
