@@ -7,7 +7,7 @@ import { PROJECTION_VERSION } from '../../projections/orders/schema.js';
 import { operatorSql, writeSql } from '../../projections/orders/sql.js';
 import type { ServiceConfig } from '../config.js';
 import { EventPublisher } from '../kafka/publisher.js';
-import { rebuildModel } from '../projector/rebuild.js';
+import { rebuildModel, type RebuildResult } from '../projector/rebuild.js';
 import { sha256Hex } from '../http/bearer-key.js';
 import { kafkaPortOf } from '../kafka/client.js';
 import { type KafkaPort, offsetKey } from '../kafka/port.js';
@@ -186,6 +186,17 @@ export async function status(ctx: CommandContext): Promise<void> {
   }
 }
 
+/** Where a rebuild's time went, in words: consuming (each part's end), joining, indexes and sync. */
+function phasesText(phases: RebuildResult['phasesMs']): string {
+  const s = (ms: number | undefined): string => `${((ms ?? 0) / 1000).toFixed(1)} s`;
+  const { main, articles } = phases.reached;
+  const parts =
+    main === undefined || articles === undefined
+      ? ''
+      : ` (the orders' part done after ${s(main)}, the articles' thread after ${s(articles)})`;
+  return `Consuming took ${s(phases.consume)}${parts}, joining ${s(phases.join)}, indexes and sync ${s(phases.finish)}.`;
+}
+
 export async function rebuild(ctx: CommandContext, options: { promote: boolean }): Promise<void> {
   const files = new ModelFiles(ctx.config.dataDir);
   const progress = progressReporter('rebuild', ctx.logger, 'events');
@@ -215,7 +226,7 @@ export async function rebuild(ctx: CommandContext, options: { promote: boolean }
     progress.stop();
     const seconds = result.durationMs / 1000;
     ctx.print(
-      `Rebuilt ${result.done} messages in ${seconds.toFixed(1)} s (${Math.round(result.done / Math.max(seconds, 0.001))} events/s) into ${result.file}; ${result.deadLetters} dead letters met on the way.`,
+      `Rebuilt ${result.done} messages in ${seconds.toFixed(1)} s (${Math.round(result.done / Math.max(seconds, 0.001))} events/s) into ${result.file}; ${result.deadLetters} dead letters met on the way. ${phasesText(result.phasesMs)}`,
     );
     if (options.promote) {
       ctx.print(

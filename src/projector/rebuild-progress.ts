@@ -30,6 +30,33 @@ export interface ReplayPositions {
   writer: ReadModelWriter;
   thread: ProjectorThread | null;
   deadLetters: number;
+  /** when the replay started (Date.now()), and when each half reached its targets, in ms after it */
+  started: number;
+  reachedMs: Partial<Record<'main' | 'articles', number>>;
+}
+
+/**
+ * Where a finished replay's wall time went, in ms, for its log: consuming (and when each half was
+ * done), the join of the parts, then the indexes, the sync and the file's name.
+ */
+export interface RebuildPhases {
+  consume: number;
+  reached: ReplayPositions['reachedMs'];
+  join: number;
+  finish: number;
+}
+
+export function phasesOf(
+  state: ReplayPositions,
+  at: { consumed: number; joined: number },
+  durationMs: number,
+): RebuildPhases {
+  return {
+    consume: at.consumed - state.started,
+    reached: state.reachedMs,
+    join: at.joined - at.consumed,
+    finish: state.started + durationMs - at.joined,
+  };
 }
 
 function storedOffset(state: ReplayPositions, topic: string, partition: number): number | undefined {

@@ -16,6 +16,7 @@ import { newGiveWayFlag, newRequestCounter } from '../shared-flags.js';
 import { runProjection } from './projector.js';
 import { startProjectorThread, type ProjectorThread } from './projector-thread.js';
 import {
+  phasesOf,
   progressOf,
   reachedTargets,
   type RebuildProgress,
@@ -26,6 +27,7 @@ import {
 export interface RebuildResult extends RebuildProgress {
   file: string;
   durationMs: number;
+  phasesMs: ReturnType<typeof phasesOf>;
   /** builds of rebuilds that died before finishing, removed under the lock */
   removedAbandoned: string[];
   /** model files no pointer named, removed under both locks (`removeLeftovers`) */
@@ -121,15 +123,20 @@ async function replay(
     part: split ? options.files.newBuildingFile() : null,
     thread: null,
     deadLetters: 0,
+    started,
+    reachedMs: {},
   };
   const { part } = state;
   options.logger.info(
     { file: building, total: progressOf(state).total, partitions: targets.length, articlesThread: part },
     'rebuild started',
   );
+  const at = { consumed: 0, joined: 0 };
   try {
     if (!reachedTargets(state)) await consumeToTargets(state);
+    at.consumed = Date.now();
     if (part !== null) joinPart(db, part);
+    at.joined = Date.now();
     build.finish();
   } catch (error) {
     if (db.open) db.close();
@@ -139,7 +146,8 @@ async function replay(
   }
   const file = options.files.finishBuild(building, { kept: options.finish === 'keep' });
   if (part !== null) options.files.remove(part);
-  const result = { ...progressOf(state), file, durationMs: Date.now() - started };
+  const durationMs = Date.now() - started;
+  const result = { ...progressOf(state), file, durationMs, phasesMs: phasesOf(state, at, durationMs) };
   options.logger.info(result, 'rebuild finished');
   return result;
 }
@@ -164,6 +172,7 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
   const stops = new Map<'main' | 'articles', Promise<void>>();
   const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): void => {
     if (stops.has(name)) return;
+    state.reachedMs[name] ??= Date.now() - state.started;
     const stopping = stop();
     stopping.catch(() => undefined); // awaited below with the others
     stops.set(name, stopping);

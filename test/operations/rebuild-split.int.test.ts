@@ -89,6 +89,13 @@ describe('a rebuild with the articles in a thread of their own', () => {
 
     expect(threads).toBe(1);
     expect(split.done).toBe(whole.done);
+    // Where the time went: both parts' ends within consuming, and the phases adding up to the whole.
+    const { consume, reached, join: joining, finish } = split.phasesMs;
+    expect(Object.keys(reached).sort()).toEqual(['articles', 'main']);
+    for (const at of Object.values(reached)) expect(at).toBeLessThanOrEqual(consume);
+    expect(Math.min(joining, finish)).toBeGreaterThanOrEqual(0);
+    expect(consume + joining + finish).toBe(split.durationMs);
+    expect(Object.keys(whole.phasesMs.reached)).toEqual(['main']);
     expect(split.deadLetters).toBe(3);
     expect(whole.deadLetters).toBe(3);
     const open = (file: string): Database.Database => new Database(file, { readonly: true });
@@ -119,6 +126,10 @@ describe('a rebuild with the articles in a thread of their own', () => {
     const lines = stdout.trim().split('\n');
     expect(lines.filter((line) => !/^(Rebuilt \d+ messages|Not proposed)/.test(line))).toEqual([]);
     expect(lines[0]).toMatch(/^Rebuilt \d+ messages/);
+    // It says where the time went: each part's end, the join, the indexes.
+    expect(lines[0]).toMatch(
+      /Consuming took [\d.]+ s \(the orders' part done after [\d.]+ s, the articles' thread after [\d.]+ s\), joining [\d.]+ s, indexes and sync [\d.]+ s\.$/,
+    );
   });
 
   it('fails, and leaves no file behind, when the articles thread dies', async () => {
