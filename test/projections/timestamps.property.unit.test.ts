@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { instantOf } from '../../projections/facts/stamps.js';
+import { z } from 'zod';
 import { OrderCreatedData } from '../../schemas/events.js';
 
 const timestamp = OrderCreatedData.shape.created_at;
@@ -48,6 +49,22 @@ function withinYears(value: string): boolean {
   return ms >= yearZero && ms < yearTenThousand;
 }
 
+/** The schema as it was before the shortcut: the format, then a parse of every string for the years. */
+const plainTimestamp = z.iso
+  .datetime({ offset: true })
+  .refine(withinYears, { message: 'must fall within the years 0000–9999 once converted to UTC' });
+
+/** Strings near the format and far from it: timestamps with a character changed, cut or added. */
+const nearTimestamps = fc.oneof(
+  fc.string(),
+  fc
+    .tuple(rfc3339, fc.nat(), fc.constantFrom('', 'x', '9', '0', '+', '-', ':', '.', 'T', 'Z', ' '))
+    .map(([value, at, char]) => {
+      const i = at % (value.length + 1);
+      return value.slice(0, i) + char + value.slice(i + (char === '' ? 1 : at % 2));
+    }),
+);
+
 /** The fraction's fourth to ninth digits as a number, zeros where it is shorter (the plain reading). */
 function subMillisecond(value: string): number {
   const fraction = /\.(\d+)/.exec(value)?.[1] ?? '';
@@ -61,6 +78,16 @@ describe('timestamps read on every event', () => {
         expect(timestamp.safeParse(value).success).toBe(withinYears(value));
       }),
       { numRuns: 2000 },
+    );
+    // Every string, in the format or not, gets the same issues as under the plain rule (the
+    // years rule also runs on the format's rejects, and its issue is part of a dead letter's detail).
+    fc.assert(
+      fc.property(fc.oneof(rfc3339, nearTimestamps), (value) => {
+        expect(timestamp.safeParse(value).error?.issues).toEqual(
+          plainTimestamp.safeParse(value).error?.issues,
+        );
+      }),
+      { numRuns: 5000 },
     );
     // the edges themselves, each side
     expect(timestamp.safeParse('0000-01-01T00:00:00Z').success).toBe(true);
