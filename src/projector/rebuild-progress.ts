@@ -37,7 +37,8 @@ export interface ReplayPositions {
 
 /**
  * Where a finished replay's wall time went, in ms, for its log: consuming (and when each half was
- * done), the join of the parts, then the indexes, the sync and the file's name.
+ * done), the join of the parts, then the indexes and the sync (the file's naming after them is in
+ * none).
  */
 export interface RebuildPhases {
   consume: number;
@@ -48,14 +49,13 @@ export interface RebuildPhases {
 
 export function phasesOf(
   state: ReplayPositions,
-  at: { consumed: number; joined: number },
-  durationMs: number,
+  at: { consumed: number; joined: number; finished: number },
 ): RebuildPhases {
   return {
     consume: at.consumed - state.started,
     reached: state.reachedMs,
     join: at.joined - at.consumed,
-    finish: state.started + durationMs - at.joined,
+    finish: at.finished - at.joined,
   };
 }
 

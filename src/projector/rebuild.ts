@@ -46,10 +46,7 @@ export interface RebuildOptions {
   lockReason?: string;
   /** resolves when the rebuild should stop early (the build file is then removed) */
   abort?: Promise<void>;
-  /**
-   * What becomes of the finished build, still under the lock: proposed in `NEXT`, or kept under a
-   * name nothing deletes (default: neither; the caller proposes it).
-   */
+  /** the finished build, still under the lock: proposed in `NEXT`, or kept (default: the caller proposes it) */
   finish?: 'propose' | 'keep';
   /**
    * Deletes the model files no pointer names, before the build and after its proposal, when no
@@ -131,13 +128,14 @@ async function replay(
     { file: building, total: progressOf(state).total, partitions: targets.length, articlesThread: part },
     'rebuild started',
   );
-  const at = { consumed: 0, joined: 0 };
+  const at = { consumed: 0, joined: 0, finished: 0 };
   try {
     if (!reachedTargets(state)) await consumeToTargets(state);
     at.consumed = Date.now();
     if (part !== null) joinPart(db, part);
     at.joined = Date.now();
     build.finish();
+    at.finished = Date.now();
   } catch (error) {
     if (db.open) db.close();
     options.files.remove(building);
@@ -147,7 +145,7 @@ async function replay(
   const file = options.files.finishBuild(building, { kept: options.finish === 'keep' });
   if (part !== null) options.files.remove(part);
   const durationMs = Date.now() - started;
-  const result = { ...progressOf(state), file, durationMs, phasesMs: phasesOf(state, at, durationMs) };
+  const result = { ...progressOf(state), file, durationMs, phasesMs: phasesOf(state, at) };
   options.logger.info(result, 'rebuild finished');
   return result;
 }

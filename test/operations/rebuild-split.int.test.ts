@@ -89,12 +89,13 @@ describe('a rebuild with the articles in a thread of their own', () => {
 
     expect(threads).toBe(1);
     expect(split.done).toBe(whole.done);
-    // Where the time went: both parts' ends within consuming, and the phases adding up to the whole.
+    // Where the time went: both parts' ends within consuming, and the phases within the whole.
     const { consume, reached, join: joining, finish } = split.phasesMs;
     expect(Object.keys(reached).sort()).toEqual(['articles', 'main']);
     for (const at of Object.values(reached)) expect(at).toBeLessThanOrEqual(consume);
     expect(Math.min(joining, finish)).toBeGreaterThanOrEqual(0);
-    expect(consume + joining + finish).toBe(split.durationMs);
+    expect(consume + joining + finish).toBeLessThanOrEqual(split.durationMs);
+    expect(consume).toBeGreaterThan(0);
     expect(Object.keys(whole.phasesMs.reached)).toEqual(['main']);
     expect(split.deadLetters).toBe(3);
     expect(whole.deadLetters).toBe(3);
