@@ -148,7 +148,7 @@ export const metaSql = {
   insertProjectionVersion: `INSERT INTO projection_meta (key, value) VALUES ('projection_version', ?)`,
   projectionVersion: `SELECT value FROM projection_meta WHERE key = 'projection_version'`,
   /** explicit indexes only: the automatic ones (sql IS NULL) back primary keys and UNIQUE constraints */
-  explicitIndexes: `SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`,
+  explicitIndexes: `SELECT name, tbl_name AS "table", sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL`,
 } as const;
 
 /** What the operator's CLI reads (`status`, `dead-letters`). */

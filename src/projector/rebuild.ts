@@ -9,7 +9,7 @@ import { orderModelRoles, type TopicRole } from '../../schemas/streams.js';
 import { roleOfTopic, type ServiceConfig } from '../config.js';
 import type { Consumption, KafkaPort } from '../kafka/port.js';
 import type { Logger } from '../logger.js';
-import { joinPart, openBuildFile } from '../read-model/database.js';
+import { joinPart, openBuildFile, type BuildFile } from '../read-model/database.js';
 import type { ModelFiles } from '../read-model/files.js';
 import { ReadModelWriter } from '../read-model/writer.js';
 import { newGiveWayFlag, newRequestCounter } from '../shared-flags.js';
@@ -89,6 +89,7 @@ interface ReplayState extends ReplayPositions {
   options: RebuildOptions;
   /** the articles' own file, when they are built in a thread of their own */
   part: string | null;
+  build: BuildFile;
 }
 
 async function replay(
@@ -122,6 +123,7 @@ async function replay(
     deadLetters: 0,
     started,
     reachedMs: {},
+    build,
   };
   const { part } = state;
   options.logger.info(
@@ -150,11 +152,7 @@ async function replay(
   return result;
 }
 
-/**
- * How long the broker may hold a rebuild's fetch that finds nothing. A stop waits for the fetch in
- * flight: with kafkajs's 5 s it met the goodbye's 2 s bound at every rebuild's end. Busy until their
- * targets, the consumers never wait on it before.
- */
+/** How long the broker may hold a rebuild's fetch that finds nothing: a stop waits for the one in flight. */
 export const rebuildFetchMaxWaitMs = 100;
 
 /**
@@ -181,7 +179,11 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
     if (part !== null) {
       const main = consumption;
       const articles = state.thread;
-      if (main !== null && reachedTargets(state, false)) stopOnce('main', () => main.stop());
+      if (main !== null && reachedTargets(state, false) && !stops.has('main')) {
+        stopOnce('main', () => main.stop());
+        // The orders are whole: their indexes are made now, while the articles' thread goes on.
+        state.build.indexTable('orders');
+      }
       if (articles !== null && reachedTargets(state, true)) stopOnce('articles', () => articles.stop());
     }
     if (reachedTargets(state)) finish();

@@ -104,7 +104,9 @@ function createOrCheck(db: ReadModelDatabase, file: string, store: StoreSchema):
  */
 export interface BuildFile {
   db: ReadModelDatabase;
-  /** Creates the indexes, leaves a standalone file (no journal, synced to disk) and closes it. */
+  /** Creates now the indexes of `table`, whole early (a rebuild's orders, while the articles go on). */
+  indexTable: (table: string) => void;
+  /** Creates the other indexes, leaves a standalone file (no journal, synced to disk) and closes it. */
   finish: () => void;
 }
 
@@ -116,16 +118,23 @@ export function openBuildFile(file: string): BuildFile {
     throw new Error(`${file}: SQLite kept journal mode ${journal} instead of memory`);
   }
   db.pragma('synchronous = OFF');
-  const indexes = db.prepare(metaSql.explicitIndexes).all() as { name: string; sql: string }[];
+  const indexes = db.prepare(metaSql.explicitIndexes).all() as { name: string; table: string; sql: string }[];
   db.transaction(() => {
     for (const { name } of indexes) db.exec(`DROP INDEX "${name}"`);
   })();
+  const dropped = new Set(indexes);
+  const create = (chosen: typeof indexes): void =>
+    db.transaction(() => {
+      for (const index of chosen) {
+        db.exec(index.sql);
+        dropped.delete(index);
+      }
+    })();
   return {
     db,
+    indexTable: (table) => create(indexes.filter((index) => index.table === table && dropped.has(index))),
     finish: () => {
-      db.transaction(() => {
-        for (const { sql } of indexes) db.exec(sql);
-      })();
+      create([...dropped]);
       db.pragma('journal_mode = DELETE');
       db.close();
       syncFile(file);

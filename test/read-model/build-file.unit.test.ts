@@ -30,6 +30,18 @@ describe('openBuildFile (the rebuild’s bulk-load file)', () => {
     expect(build.db.pragma('synchronous', { simple: true })).toBe(0);
     expect(explicitIndexes(build.db)).toBe(0);
     memoryReadModel(build.db).applyInBatches(97, events);
+    // A table whole early gets its indexes now (once), the others at the finish.
+    build.indexTable('orders');
+    build.indexTable('orders');
+    const ordersIndexes = (db: ReadModelDatabase): string[] =>
+      db
+        .prepare(
+          `SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = 'orders'`,
+        )
+        .pluck()
+        .all() as string[];
+    expect(ordersIndexes(build.db)).toEqual(ordersIndexes(served.db));
+    expect(explicitIndexes(build.db)).toBe(ordersIndexes(served.db).length);
     build.finish();
     expect(build.db.open).toBe(false);
     expect(readdirSync(dir).filter((name) => name.startsWith('built.'))).toEqual(['built.sqlite']);
