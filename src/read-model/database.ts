@@ -123,13 +123,13 @@ export function openBuildFile(file: string): BuildFile {
     for (const { name } of indexes) db.exec(`DROP INDEX "${name}"`);
   })();
   const dropped = new Set(indexes);
-  const create = (chosen: typeof indexes): void =>
+  const create = (chosen: typeof indexes): void => {
     db.transaction(() => {
-      for (const index of chosen) {
-        db.exec(index.sql);
-        dropped.delete(index);
-      }
+      for (const index of chosen) db.exec(index.sql);
     })();
+    // only once they are committed: a failed transaction leaves them to be made again
+    for (const index of chosen) dropped.delete(index);
+  };
   return {
     db,
     indexTable: (table) => create(indexes.filter((index) => index.table === table && dropped.has(index))),
