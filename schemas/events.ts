@@ -15,11 +15,11 @@ const utcYears = { from: -62_167_219_200_000, to: 253_402_300_800_000 };
  * RFC 3339 with a zone designator (`Z` or `±hh:mm`), any number of fractional digits (compared up to
  * nanoseconds), within the years 0000–9999 once converted to UTC.
  */
-const rfc3339Offset = z.iso.datetime({ offset: true });
 /** The format's own pattern (zod's), for the years rule's shortcut below. */
 const rfc3339Pattern = z.core.regexes.datetime({ offset: true, local: false, precision: null });
 
-const timestamp = rfc3339Offset
+const timestamp = z.iso
+  .datetime({ offset: true })
   .refine(
     (value) => {
       // Zod runs this rule on every string, the format's rejects too. Within the format, offsets are

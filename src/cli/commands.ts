@@ -188,7 +188,7 @@ export async function status(ctx: CommandContext): Promise<void> {
 
 /** Where a rebuild's time went, in words: consuming (each part's end), joining, indexes and sync. */
 function phasesText(phases: RebuildResult['phasesMs']): string {
-  const s = (ms: number | undefined): string => `${((ms ?? 0) / 1000).toFixed(1)} s`;
+  const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
   const { main, articles } = phases.reached;
   const parts =
     main === undefined || articles === undefined

@@ -166,12 +166,14 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => (finish = resolve));
   const stops = new Map<'main' | 'articles', Promise<void>>();
-  const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): void => {
-    if (stops.has(name)) return;
-    state.reachedMs[name] ??= Date.now() - state.started;
+  /** Stops a half once; true when this call stopped it. */
+  const stopOnce = (name: 'main' | 'articles', stop: () => Promise<void>): boolean => {
+    if (stops.has(name)) return false;
+    state.reachedMs[name] = Date.now() - state.started;
     const stopping = stop();
     stopping.catch(() => undefined); // awaited below with the others
     stops.set(name, stopping);
+    return true;
   };
   let consumption: Consumption | null = null;
   /** Stops each half that has reached its targets, and ends the wait once both have. */
@@ -179,11 +181,9 @@ async function consumeToTargets(state: ReplayState): Promise<void> {
     if (part !== null) {
       const main = consumption;
       const articles = state.thread;
-      if (main !== null && reachedTargets(state, false) && !stops.has('main')) {
-        stopOnce('main', () => main.stop());
-        // The orders are whole: their indexes are made now, while the articles' thread goes on.
+      // Once the orders are whole, their indexes are made, while the articles' thread goes on.
+      if (main !== null && reachedTargets(state, false) && stopOnce('main', () => main.stop()))
         state.build.indexTable('orders');
-      }
       if (articles !== null && reachedTargets(state, true)) stopOnce('articles', () => articles.stop());
     }
     if (reachedTargets(state)) finish();
