@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import { isEntryPoint, runServiceCommand } from '../tools/harness.js';
+import { threadCpuMs, threadTicks } from './peers/threads.js';
 import { freePort } from '../tools/local-kafka.js';
 import { appliedMessages, topicEndOffsets } from '../tools/model-progress.js';
 import { loopbackServiceEnv } from '../tools/service-env.js';
@@ -200,6 +201,7 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
   note('rebuild: the CLI replays every topic (its own progress follows)');
   // BENCH_REBUILD_PROFILE=DIR: a V8 CPU profile of each of the command's threads, written into DIR
   const profileDir = process.env['BENCH_REBUILD_PROFILE'];
+  const threads = followThreadCpu();
   const output = await runServiceCommand(
     ['rebuild', '--no-promote'],
     {
@@ -214,8 +216,10 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
     },
     // its progress lines, as the run's progress
     (chunk) => process.stderr.write(chunk),
+    (pid) => threads.follow(pid),
   );
   const wallMs = Date.now() - started;
+  const cpu = threads.stop();
   const match = /Rebuilt (\d+) messages in ([\d.]+) s/.exec(output);
   const seconds = Number(match?.[2] ?? wallMs / 1000);
   const events = Number(match?.[1] ?? total);
@@ -231,7 +235,42 @@ export async function benchRebuild(ctx: Context): Promise<Figure[]> {
       ratio: r / a,
       target: '≤ 30 s per 1 000 000 events',
     },
+    {
+      name: 'rebuild CPU by thread (from /proc, its last sample)',
+      value: cpuByThreadText(cpu, events),
+    },
   ];
+}
+
+/**
+ * Samples a process's threads' CPU (`/proc/<pid>/task`) every 250 ms until stopped, keeping each
+ * thread's last sample: a thread that ends before the process (the rebuild's articles thread) still
+ * counts, up to one interval short.
+ */
+function followThreadCpu(): {
+  follow: (pid: number) => void;
+  stop: () => { name: string; cpuMs: number }[];
+} {
+  const last = new Map<number, { name: string; ticks: number }>();
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    follow(pid) {
+      timer = setInterval(() => {
+        for (const [tid, t] of threadTicks(pid)) last.set(tid, t);
+      }, 250);
+    },
+    stop() {
+      clearInterval(timer);
+      return threadCpuMs(new Map(), last);
+    },
+  };
+}
+
+function cpuByThreadText(threads: { name: string; cpuMs: number }[], events: number): string {
+  const totalMs = threads.reduce((sum, t) => sum + t.cpuMs, 0);
+  const perMillion = (ms: number): string => ((ms / events) * 1000).toFixed(1);
+  const each = threads.map((t) => `${t.name} ${(t.cpuMs / 1000).toFixed(1)} s`).join(', ');
+  return `${(totalMs / 1000).toFixed(1)} s in all, ${perMillion(totalMs)} s per 1 000 000 events (${each})`;
 }
 
 export interface Load {
